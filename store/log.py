@@ -1,0 +1,459 @@
+"""The append-only, hash-chained transcript log in SQLite: the single source of truth.
+
+One write path (`TranscriptLog.append`) adds segments; the database itself refuses UPDATE and DELETE on
+the log (triggers), and a replayed `(device_id, seq)` is ignored rather than replaced. Each meeting's rows
+form a hash chain in arrival order, so `verify` can show that nothing was altered behind the triggers'
+back. Indexes, summaries and the ledger are derived from this table and can always be rebuilt from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .errors import ImmutableLog, InvalidSegment, MeetingNotFound, SequenceError, StoreError
+from .records import (
+    CHAINED_FIELDS,
+    GENESIS_HASH,
+    AppendResult,
+    ChainReport,
+    Segment,
+    SegmentInput,
+    chain_hash,
+    segment_id_for,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TENANT = "local"
+
+_SEGMENT_COLUMNS = (
+    "segment_id",
+    "tenant",
+    "meeting_id",
+    "device_id",
+    "seq",
+    "start",
+    "end",
+    "text",
+    "speaker",
+    "lang",
+    "raw_text",
+    "confidence",
+    "supersedes",
+    "received_at",
+    "chain_pos",
+    "prev_hash",
+    "hash",
+)
+_SELECT = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+
+_SCHEMA_TRIGGERS = [
+    # The log is append-only: the database refuses to change or remove a row, whoever asks.
+    """CREATE TRIGGER IF NOT EXISTS segments_refuse_update BEFORE UPDATE ON segments
+       BEGIN SELECT RAISE(ABORT, 'transcript log is append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS segments_refuse_delete BEFORE DELETE ON segments
+       BEGIN SELECT RAISE(ABORT, 'transcript log is append-only: DELETE refused'); END""",
+    # INSERT OR REPLACE deletes the old row without firing delete triggers (unless recursive_triggers is
+    # on), so a second insert of a stored segment is silently dropped before it can replace anything.
+    """CREATE TRIGGER IF NOT EXISTS segments_ignore_replay BEFORE INSERT ON segments
+       WHEN EXISTS (SELECT 1 FROM segments WHERE segment_id = NEW.segment_id)
+         OR EXISTS (SELECT 1 FROM segments WHERE tenant = NEW.tenant AND meeting_id = NEW.meeting_id
+                    AND device_id = NEW.device_id AND seq = NEW.seq)
+         OR EXISTS (SELECT 1 FROM segments WHERE tenant = NEW.tenant AND meeting_id = NEW.meeting_id
+                    AND chain_pos = NEW.chain_pos)
+       BEGIN SELECT RAISE(IGNORE); END""",
+    """CREATE TRIGGER IF NOT EXISTS meetings_refuse_delete BEFORE DELETE ON meetings
+       BEGIN SELECT RAISE(ABORT, 'meetings are never deleted from the log'); END""",
+]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _row_to_segment(row: Sequence[Any]) -> Segment:
+    return Segment(**dict(zip(_SEGMENT_COLUMNS, row, strict=True)))
+
+
+class TranscriptLog:
+    """The transcript log of one SQLite file.
+
+    Safe to share between threads: writes are serialised by a lock and by SQLite's write lock
+    (`BEGIN IMMEDIATE`), so two processes appending to the same file also keep each chain intact.
+
+    Args:
+        path: the database file; created with its schema when missing.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+        self._conn = conn
+        self.db = sqlite_utils.Database(conn)
+        self._write_lock = threading.RLock()
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._create_schema()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{self.path} is not a meetmem database: {exc}") from exc
+
+    # -- schema -----------------------------------------------------------------------------------------
+    def _create_schema(self) -> None:
+        with self._write_lock, self.transaction():
+            if "meetings" not in self.db.table_names():
+                self.db["meetings"].create(
+                    {"tenant": str, "meeting_id": str, "created_at": str},
+                    pk=("tenant", "meeting_id"),
+                    not_null={"tenant", "meeting_id", "created_at"},
+                )
+            if "segments" not in self.db.table_names():
+                self.db["segments"].create(
+                    {
+                        "segment_id": str,
+                        "tenant": str,
+                        "meeting_id": str,
+                        "device_id": str,
+                        "seq": int,
+                        "start": float,
+                        "end": float,
+                        "text": str,
+                        "speaker": str,
+                        "lang": str,
+                        "raw_text": str,
+                        "confidence": float,
+                        "supersedes": str,
+                        "received_at": str,
+                        "chain_pos": int,
+                        "prev_hash": str,
+                        "hash": str,
+                    },
+                    pk="segment_id",
+                    not_null={
+                        "tenant", "meeting_id", "device_id", "seq", "start", "end", "text",
+                        "received_at", "chain_pos", "prev_hash", "hash",
+                    },
+                )
+                segments = self.db["segments"]
+                segments.create_index(["tenant", "meeting_id", "device_id", "seq"], unique=True)
+                segments.create_index(["tenant", "meeting_id", "chain_pos"], unique=True)
+                segments.create_index(["tenant", "meeting_id", "start", "device_id", "seq"])
+            for statement in _SCHEMA_TRIGGERS:
+                self._conn.execute(statement)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction taken up front (`BEGIN IMMEDIATE`): all or nothing."""
+        with self._write_lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> TranscriptLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the one write path -----------------------------------------------------------------------------
+    def append(
+        self,
+        meeting_id: str,
+        device_id: str,
+        segments: Sequence[SegmentInput],
+        *,
+        tenant: str = DEFAULT_TENANT,
+    ) -> AppendResult:
+        """Append a batch of one device's segments to a meeting, all or nothing.
+
+        A segment whose `(device_id, seq)` is already stored with the same content is a replay and adds
+        nothing; the same `seq` with different content is refused. A device's new `seq` values must be
+        greater than those it already stored. A segment with `supersedes` corrects an earlier segment of
+        the same meeting; the earlier one stays readable.
+
+        Returns:
+            the stored rows in chain order, and how many of the batch were replays.
+
+        Raises:
+            InvalidSegment, SequenceError: nothing of the batch is stored.
+        """
+        _check_name("meeting id", meeting_id)
+        _check_name("device id", device_id)
+        _check_name("tenant", tenant)
+        if not segments:
+            return AppendResult()
+        ordered = sorted(segments, key=lambda s: s.seq)
+        for before, after in zip(ordered, ordered[1:], strict=False):
+            if before.seq == after.seq and before != after:
+                raise SequenceError(f"seq {after.seq} appears twice in the batch with different content")
+        try:
+            with self.transaction():
+                return self._append_locked(tenant, meeting_id, device_id, ordered)
+        except sqlite3.IntegrityError as exc:
+            if "append-only" in str(exc):
+                raise ImmutableLog(str(exc)) from exc
+            raise StoreError(f"the log refused the batch: {exc}") from exc
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the database could not take the batch: {exc}") from exc
+
+    def _append_locked(
+        self, tenant: str, meeting_id: str, device_id: str, ordered: Sequence[SegmentInput]
+    ) -> AppendResult:
+        conn = self._conn
+        conn.execute(
+            "INSERT OR IGNORE INTO meetings (tenant, meeting_id, created_at) VALUES (?, ?, ?)",
+            (tenant, meeting_id, _now()),
+        )
+        ids = [segment_id_for(tenant, meeting_id, device_id, s.seq) for s in ordered]
+        stored: dict[str, Segment] = {}
+        for chunk_start in range(0, len(ids), 500):
+            chunk = ids[chunk_start : chunk_start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(f"SELECT {_SELECT} FROM segments WHERE segment_id IN ({marks})", chunk):
+                seg = _row_to_segment(row)
+                stored[seg.segment_id] = seg
+        max_seq_row = conn.execute(
+            "SELECT MAX(seq) FROM segments WHERE tenant = ? AND meeting_id = ? AND device_id = ?",
+            (tenant, meeting_id, device_id),
+        ).fetchone()
+        max_seq = max_seq_row[0] if max_seq_row and max_seq_row[0] is not None else -1
+        last = conn.execute(
+            "SELECT chain_pos, hash FROM segments WHERE tenant = ? AND meeting_id = ? "
+            "ORDER BY chain_pos DESC LIMIT 1",
+            (tenant, meeting_id),
+        ).fetchone()
+        pos, prev = (last[0] + 1, last[1]) if last else (0, GENESIS_HASH)
+        received_at = _now()
+        rows: list[dict[str, Any]] = []
+        added: list[Segment] = []
+        duplicates = 0
+        seen: set[str] = set()
+        for sid, item in zip(ids, ordered, strict=True):
+            if sid in seen:
+                duplicates += 1
+                continue
+            seen.add(sid)
+            old = stored.get(sid)
+            if old is not None:
+                if not _same_content(old, item):
+                    raise SequenceError(
+                        f"seq {item.seq} of device {device_id!r} is already stored with different content "
+                        f"(segment {sid}); a correction needs a new seq and 'supersedes'"
+                    )
+                duplicates += 1
+                continue
+            if item.seq <= max_seq:
+                raise SequenceError(
+                    f"seq {item.seq} of device {device_id!r} goes backwards: the meeting already holds "
+                    f"seq {max_seq} of that device"
+                )
+            if item.supersedes is not None:
+                self._check_supersedes(tenant, meeting_id, item, {s.segment_id for s in added})
+            row = {
+                "segment_id": sid,
+                "tenant": tenant,
+                "meeting_id": meeting_id,
+                "device_id": device_id,
+                "seq": item.seq,
+                "start": float(item.start),
+                "end": float(item.end),
+                "speaker": item.speaker,
+                "text": item.text,
+                "raw_text": item.raw_text,
+                "lang": item.lang,
+                "confidence": None if item.confidence is None else float(item.confidence),
+                "supersedes": item.supersedes,
+                "received_at": received_at,
+                "chain_pos": pos,
+            }
+            digest = chain_hash(prev, row)
+            row["prev_hash"] = prev
+            row["hash"] = digest
+            rows.append(row)
+            added.append(Segment(**row))
+            prev = digest
+            pos += 1
+        if rows:
+            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+            marks = ", ".join("?" * len(_SEGMENT_COLUMNS))
+            conn.executemany(
+                f"INSERT INTO segments ({columns}) VALUES ({marks})",
+                [tuple(r[c] for c in _SEGMENT_COLUMNS) for r in rows],
+            )
+            inserted = conn.execute(
+                "SELECT COUNT(*) FROM segments WHERE tenant = ? AND meeting_id = ? AND chain_pos >= ?",
+                (tenant, meeting_id, rows[0]["chain_pos"]),
+            ).fetchone()[0]
+            if inserted != len(rows):
+                # Another writer took these chain positions between our read and our insert.
+                raise StoreError("concurrent append to the same meeting; retry the batch")
+        return AppendResult(added=tuple(added), duplicates=duplicates)
+
+    def _check_supersedes(
+        self, tenant: str, meeting_id: str, item: SegmentInput, pending: set[str]
+    ) -> None:
+        if item.supersedes in pending:
+            return
+        found = self._conn.execute(
+            "SELECT 1 FROM segments WHERE segment_id = ? AND tenant = ? AND meeting_id = ?",
+            (item.supersedes, tenant, meeting_id),
+        ).fetchone()
+        if not found:
+            raise InvalidSegment(
+                f"seq {item.seq}: 'supersedes' names {item.supersedes!r}, which is not a segment of this meeting"
+            )
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def has_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id)
+        ).fetchone()
+        return row is not None
+
+    def require_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
+        if not self.has_meeting(meeting_id, tenant=tenant):
+            raise MeetingNotFound(tenant, meeting_id)
+
+    def meetings(self, *, tenant: str | None = None) -> list[tuple[str, str]]:
+        """`(tenant, meeting_id)` of every meeting, oldest first; all tenants when `tenant` is None."""
+        if tenant is None:
+            rows = self._conn.execute("SELECT tenant, meeting_id FROM meetings ORDER BY created_at, rowid")
+        else:
+            rows = self._conn.execute(
+                "SELECT tenant, meeting_id FROM meetings WHERE tenant = ? ORDER BY created_at, rowid", (tenant,)
+            )
+        return [(r[0], r[1]) for r in rows]
+
+    def segments(
+        self,
+        meeting_id: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        start: float | None = None,
+        end: float | None = None,
+        include_superseded: bool = False,
+    ) -> list[Segment]:
+        """A meeting's segments ordered by start, device id and seq (the CONTRACT's listing order).
+
+        `start` / `end` keep the segments that overlap that time range. Corrected segments are left out
+        unless `include_superseded`.
+
+        Raises:
+            MeetingNotFound: the tenant has no such meeting.
+        """
+        self.require_meeting(meeting_id, tenant=tenant)
+        where = ["tenant = ?", "meeting_id = ?"]
+        args: list[Any] = [tenant, meeting_id]
+        if start is not None:
+            where.append('"end" >= ?')
+            args.append(start)
+        if end is not None:
+            where.append("start <= ?")
+            args.append(end)
+        if not include_superseded:
+            where.append(
+                "segment_id NOT IN (SELECT supersedes FROM segments WHERE tenant = ? AND meeting_id = ? "
+                "AND supersedes IS NOT NULL)"
+            )
+            args.extend([tenant, meeting_id])
+        sql = f"SELECT {_SELECT} FROM segments WHERE {' AND '.join(where)} ORDER BY start, device_id, seq"
+        return [_row_to_segment(r) for r in self._conn.execute(sql, args)]
+
+    def get(self, segment_ids: Iterable[str]) -> dict[str, Segment]:
+        """Segments by id (any meeting, any tenant: callers check ownership)."""
+        ids = list(dict.fromkeys(segment_ids))
+        found: dict[str, Segment] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._conn.execute(f"SELECT {_SELECT} FROM segments WHERE segment_id IN ({marks})", chunk):
+                seg = _row_to_segment(row)
+                found[seg.segment_id] = seg
+        return found
+
+    def superseded_ids(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> set[str]:
+        rows = self._conn.execute(
+            "SELECT supersedes FROM segments WHERE tenant = ? AND meeting_id = ? AND supersedes IS NOT NULL",
+            (tenant, meeting_id),
+        )
+        return {r[0] for r in rows}
+
+    def chain(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, after_pos: int = -1) -> Iterator[Segment]:
+        """A meeting's rows in arrival (chain) order, from `after_pos + 1` on."""
+        rows = self._conn.execute(
+            f"SELECT {_SELECT} FROM segments WHERE tenant = ? AND meeting_id = ? AND chain_pos > ? "
+            "ORDER BY chain_pos",
+            (tenant, meeting_id, after_pos),
+        )
+        for row in rows:
+            yield _row_to_segment(row)
+
+    def count(self) -> int:
+        return self._conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0]
+
+    # -- integrity --------------------------------------------------------------------------------------
+    def verify(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> ChainReport:
+        """Recompute a meeting's hash chain and name the first broken link, if any."""
+        self.require_meeting(meeting_id, tenant=tenant)
+        prev = GENESIS_HASH
+        checked = 0
+        for expected_pos, seg in enumerate(self.chain(meeting_id, tenant=tenant)):
+            where = f"segment {seg.segment_id} (chain position {seg.chain_pos}, device {seg.device_id}, seq {seg.seq})"
+            if seg.chain_pos != expected_pos:
+                return ChainReport(meeting_id, checked, False, seg.segment_id, expected_pos,
+                                   f"{where}: expected chain position {expected_pos}; a row is missing")
+            if seg.prev_hash != prev:
+                return ChainReport(meeting_id, checked, False, seg.segment_id, seg.chain_pos,
+                                   f"{where}: its link to the previous row does not match")
+            row = {name: getattr(seg, name) for name in CHAINED_FIELDS}
+            if chain_hash(prev, row) != seg.hash:
+                return ChainReport(meeting_id, checked, False, seg.segment_id, seg.chain_pos,
+                                   f"{where}: its content does not match its hash (altered after it was stored)")
+            prev = seg.hash
+            checked += 1
+        return ChainReport(meeting_id, checked, True)
+
+
+def _same_content(old: Segment, new: SegmentInput) -> bool:
+    return (
+        old.start == new.start
+        and old.end == new.end
+        and old.text == new.text
+        and old.speaker == new.speaker
+        and old.lang == new.lang
+        and old.raw_text == new.raw_text
+        and old.confidence == new.confidence
+        and old.supersedes == new.supersedes
+    )
+
+
+def _check_name(what: str, value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidSegment(f"{what} must be a non-empty string")
+    if len(value) > 200:
+        raise InvalidSegment(f"{what} is longer than 200 characters")
+    if any(ord(ch) < 32 for ch in value):
+        raise InvalidSegment(f"{what} contains control characters")
