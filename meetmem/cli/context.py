@@ -11,7 +11,7 @@ from .progress import note
 
 if TYPE_CHECKING:
     from meetmem.cloud.answer import Answerer
-    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.index.search import EmbedderRoutes, TranscriptSearch
     from meetmem.store.log import TranscriptLog
 
 
@@ -40,17 +40,24 @@ class CommandContext:
     @property
     def search(self) -> TranscriptSearch:
         if self._search is None:
-            from meetmem.store.index.search import TranscriptSearch
+            from meetmem.store.index.search import EmbedderRoutes, TranscriptSearch
 
-            embedder = None
-            if self.settings.embedder != "none":
-                from meetmem.store.index.embedders import load_embedder
-
-                if not self.quiet:
-                    note(f"loading the {self.settings.embedder} embedding model ...")
-                embedder = load_embedder(self.settings.embedder, threads=self.settings.threads)
-            self._search = TranscriptSearch(self.log, embedder)
+            self._search = TranscriptSearch(self.log, self._embedder_routes())
         return self._search
+
+    def _embedder_routes(self) -> EmbedderRoutes | None:
+        from meetmem.store.index.embedders import LazyEmbedder
+        from meetmem.store.index.search import EmbedderRoutes
+
+        settings = self.settings
+        if settings.embedder == "none":
+            return None
+        announce = None if self.quiet else (lambda name: note(f"loading the {name} embedding model ..."))
+        default = LazyEmbedder(settings.embedder, threads=settings.threads, on_load=announce)
+        by_lang = {}
+        if settings.embedder_zh not in ("none", settings.embedder):
+            by_lang["zh"] = LazyEmbedder(settings.embedder_zh, threads=settings.threads, on_load=announce)
+        return EmbedderRoutes(default, by_lang)
 
     @property
     def answerer(self) -> Answerer:

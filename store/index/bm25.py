@@ -86,10 +86,15 @@ class BM25Index:
 
     def scores(self, query: Sequence[str]) -> np.ndarray:
         """The BM25 score of every document for `query` (a repeated query term counts again, as in rank-bm25)."""
+        return self._scores(query)[0]
+
+    def _scores(self, query: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of every document, and which documents hold at least one query term."""
         n = len(self._doc_len)
         out = np.zeros(n, dtype=np.float64)
+        touched = np.zeros(n, dtype=bool)
         if n == 0:
-            return out
+            return out, touched
         doc_len = np.frombuffer(self._doc_len, dtype=np.float32)
         avgdl = self._total_len / n
         k1, b = self.k1, self.b
@@ -103,14 +108,19 @@ class BM25Index:
             norm = k1 * (1 - b + b * doc_len[docs].astype(np.float64) / avgdl)
             # A posting list holds each document once, so plain fancy-index addition is exact here.
             out[docs] += weight * (tf * (k1 + 1) / (tf + norm))
-        return out
+            touched[docs] = True
+        return out, touched
 
     def top(self, query: Sequence[str], k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """The `k` best documents with a positive score, best first; `mask` keeps only True documents."""
-        scores = self.scores(query)
+        """The `k` best documents holding a query term, best first; `mask` keeps only True documents.
+
+        Candidates are the documents that hold a query term, whatever their score: Okapi's idf is zero or
+        negative for a term in half or more of the documents, which in a two-segment meeting is every term.
+        """
+        scores, touched = self._scores(query)
         if mask is not None:
-            scores = np.where(mask[: len(scores)], scores, 0.0)
-        candidates = np.flatnonzero(scores > 0)
+            touched &= mask[: len(scores)]
+        candidates = np.flatnonzero(touched)
         if len(candidates) == 0:
             return []
         if len(candidates) > k:

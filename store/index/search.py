@@ -9,9 +9,10 @@ so a restart does not re-embed a day of meetings.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -34,6 +35,39 @@ Progress = Callable[[int, int], None]
 
 #: Reciprocal rank fusion's constant (Cormack, Clarke & Buettcher, SIGIR 2009).
 RRF_K = 60
+
+_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def segment_language(text: str, lang: str | None = None) -> str:
+    """The primary language of a segment: its `lang` field's primary subtag, else `zh` when at least
+    a third of its letters are CJK characters, else `en`."""
+    if lang:
+        return lang.split("-")[0].lower()
+    letters = sum(ch.isalnum() for ch in text) or 1
+    return "zh" if len(_CJK_RE.findall(text)) / letters >= 1 / 3 else "en"
+
+
+@dataclass(frozen=True)
+class EmbedderRoutes:
+    """Which embedding model embeds a segment, by its language.
+
+    An English-only model is both faster and better on English; a multilingual one is needed for
+    Chinese. Each segment is embedded by its language's model, and a question is embedded by every model
+    the meeting's segments use, so an English question about a Chinese meeting still finds its answer.
+    """
+
+    default: Embedder
+    by_lang: Mapping[str, Embedder] = field(default_factory=dict)
+
+    def for_segment(self, text: str, lang: str | None) -> Embedder:
+        return self.by_lang.get(segment_language(text, lang), self.default)
+
+    def by_name(self) -> dict[str, Embedder]:
+        models = {self.default.name: self.default}
+        for model in self.by_lang.values():
+            models.setdefault(model.name, model)
+        return models
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +125,10 @@ class MeetingIndex:
     """The derived indexes of one meeting, in document order (= the log's chain order)."""
 
     bm25: BM25Index
-    dense: DenseIndex | None
+    dense: dict[str, DenseIndex] = field(default_factory=dict)
+    models: list[str | None] = field(default_factory=list)
     segment_ids: list[str] = field(default_factory=list)
+    positions: dict[str, int] = field(default_factory=dict)
     starts: array = field(default_factory=lambda: array("d"))
     ends: array = field(default_factory=lambda: array("d"))
     speakers: list[str | None] = field(default_factory=list)
@@ -109,7 +145,7 @@ class TranscriptSearch:
 
     Args:
         log: the transcript log (the truth).
-        embedder: the dense model, or None for BM25 alone.
+        embedder: the dense model (or models by language), or None for BM25 alone.
         tokenizer: the BM25 tokenizer.
         options: fusion settings.
     """
@@ -117,18 +153,26 @@ class TranscriptSearch:
     def __init__(
         self,
         log: TranscriptLog,
-        embedder: Embedder | None = None,
+        embedder: Embedder | EmbedderRoutes | None = None,
         *,
         tokenizer: MeetingTokenizer | None = None,
         options: SearchOptions | None = None,
     ) -> None:
         self.log = log
-        self.embedder = embedder
+        if embedder is None or isinstance(embedder, EmbedderRoutes):
+            self.routes = embedder
+        else:
+            self.routes = EmbedderRoutes(embedder)
         self.tokenizer = tokenizer or MeetingTokenizer()
         self.options = options or SearchOptions()
         self._meetings: dict[tuple[str, str], MeetingIndex] = {}
         self._lock = threading.Lock()
         self._ensure_vector_table()
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The default dense model (None when searching with BM25 alone)."""
+        return self.routes.default if self.routes is not None else None
 
     # -- the vector cache (derived) ---------------------------------------------------------------------
     def _ensure_vector_table(self) -> None:
@@ -139,9 +183,10 @@ class TranscriptSearch:
                 "PRIMARY KEY (segment_id, model))"
             )
 
-    def _vectors_for(self, segments: Sequence[Segment], progress: Progress | None = None) -> np.ndarray:
-        assert self.embedder is not None
-        name, dim = self.embedder.name, self.embedder.dim
+    def _vectors_for(
+        self, embedder: Embedder, segments: Sequence[Segment], progress: Progress | None = None
+    ) -> np.ndarray:
+        name, dim = embedder.name, embedder.dim
         cached: dict[str, np.ndarray] = {}
         ids = [s.segment_id for s in segments]
         for i in range(0, len(ids), 500):
@@ -160,7 +205,7 @@ class TranscriptSearch:
             batch = 256
             for i in range(0, len(missing), batch):
                 part = missing[i : i + batch]
-                vecs = np.asarray(self.embedder.encode([s.text for s in part]), dtype=np.float32)
+                vecs = np.asarray(embedder.encode([s.text for s in part]), dtype=np.float32)
                 with self.log.transaction():
                     self.log.db.conn.executemany(
                         "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) VALUES (?, ?, ?)",
@@ -176,8 +221,7 @@ class TranscriptSearch:
 
     # -- keeping in step with the log -------------------------------------------------------------------
     def _new_meeting_index(self) -> MeetingIndex:
-        dense = DenseIndex(self.embedder.dim) if self.embedder is not None else None
-        return MeetingIndex(bm25=BM25Index(), dense=dense)
+        return MeetingIndex(bm25=BM25Index())
 
     def meeting_index(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT,
                       progress: Progress | None = None) -> MeetingIndex:
@@ -196,18 +240,32 @@ class TranscriptSearch:
         return index
 
     def _add_locked(self, index: MeetingIndex, segments: Sequence[Segment], progress: Progress | None) -> None:
-        vectors = self._vectors_for(segments, progress) if index.dense is not None else None
-        for seg in segments:
+        first_doc = len(index.segment_ids)
+        groups: dict[str, list[tuple[int, Segment]]] = {}
+        if self.routes is not None:
+            for doc, seg in enumerate(segments, start=first_doc):
+                groups.setdefault(self.routes.for_segment(seg.text, seg.lang).name, []).append((doc, seg))
+        models = self.routes.by_name() if self.routes is not None else {}
+        vectors = {
+            name: self._vectors_for(models[name], [seg for _, seg in members], progress)
+            for name, members in groups.items()
+        }
+        doc_model = {doc: name for name, members in groups.items() for doc, _ in members}
+        for doc, seg in enumerate(segments, start=first_doc):
             index.bm25.add(self.tokenizer.tokens(seg.text))
+            index.positions[seg.segment_id] = len(index.segment_ids)
             index.segment_ids.append(seg.segment_id)
             index.starts.append(seg.start)
             index.ends.append(seg.end)
             index.speakers.append(seg.speaker)
+            index.models.append(doc_model.get(doc))
             if seg.supersedes is not None:
                 index.superseded.add(seg.supersedes)
             index.last_pos = seg.chain_pos
-        if index.dense is not None and vectors is not None:
-            index.dense.add(vectors)
+        for name, members in groups.items():
+            if name not in index.dense:
+                index.dense[name] = DenseIndex(models[name].dim)
+            index.dense[name].add(vectors[name], [doc for doc, _ in members])
 
     def rebuild(self, *, progress: Progress | None = None) -> int:
         """Forget every derived index and vector and rebuild them from the log; returns segments indexed."""
@@ -219,6 +277,30 @@ class TranscriptSearch:
         for tenant, meeting_id in self.log.meetings():
             total += len(self.meeting_index(meeting_id, tenant=tenant, progress=progress))
         return total
+
+    def encode_query(self, meeting_id: str, query: str, *, tenant: str = DEFAULT_TENANT) -> dict[str, np.ndarray]:
+        """The query embedded by every model the meeting's segments were embedded with."""
+        if self.routes is None:
+            return {}
+        index = self.meeting_index(meeting_id, tenant=tenant)
+        models = self.routes.by_name()
+        names = [name for name in index.dense if name in models] or [self.routes.default.name]
+        return {name: models[name].encode_query(query) for name in names}
+
+    def similarities(self, meeting_id: str, query_vectors: Mapping[str, np.ndarray], segment_ids: Sequence[str], *,
+                     tenant: str = DEFAULT_TENANT) -> dict[str, float]:
+        """Cosine similarity of the query to stored segments of a meeting, each in its own model's space."""
+        index = self.meeting_index(meeting_id, tenant=tenant)
+        out: dict[str, float] = {}
+        with index.lock:
+            for sid in segment_ids:
+                doc = index.positions.get(sid)
+                name = index.models[doc] if doc is not None else None
+                if name is None or name not in index.dense or name not in query_vectors:
+                    continue
+                vector = index.dense[name].vector(doc)
+                out[sid] = float(vector @ np.asarray(query_vectors[name], dtype=np.float32))
+        return out
 
     # -- search -----------------------------------------------------------------------------------------
     def _mask(self, index: MeetingIndex, filters: SearchFilters | None) -> np.ndarray | None:
@@ -250,12 +332,14 @@ class TranscriptSearch:
         mode: SearchMode = "hybrid",
         filters: SearchFilters | None = None,
         query_vector: np.ndarray | None = None,
+        query_vectors: Mapping[str, np.ndarray] | None = None,
     ) -> list[Hit]:
         """The `k` best segments of a meeting for `query`, best first.
 
         Args:
-            mode: `hybrid` (BM25 and dense fused by reciprocal rank), `bm25` or `dense`.
-            query_vector: a precomputed query embedding (saves encoding the same question twice).
+            mode: `hybrid` (BM25 and dense rankings fused, see `SearchOptions`), `bm25` or `dense`.
+            query_vector: a precomputed embedding of the query by the default model.
+            query_vectors: precomputed embeddings by model name (`encode_query`); saves encoding twice.
 
         Raises:
             MeetingNotFound: the tenant has no such meeting.
@@ -265,47 +349,62 @@ class TranscriptSearch:
             raise SearchError("k must be at least 1")
         if mode not in ("hybrid", "bm25", "dense"):
             raise SearchError(f"unknown search mode {mode!r}; use hybrid, bm25 or dense")
-        if mode == "dense" and self.embedder is None:
+        if mode == "dense" and self.routes is None:
             raise SearchError("dense search needs an embedding model; none is configured")
         index = self.meeting_index(meeting_id, tenant=tenant)
-        use_dense = mode in ("hybrid", "dense") and self.embedder is not None
-        if use_dense and query_vector is None:
-            query_vector = self.embedder.encode_query(query)
+        use_dense = mode in ("hybrid", "dense") and self.routes is not None
+        vectors: dict[str, np.ndarray] = {}
+        if use_dense:
+            if query_vectors is not None:
+                vectors = dict(query_vectors)
+            elif query_vector is not None and self.routes is not None:
+                vectors = {self.routes.default.name: query_vector}
+            missing = [name for name in index.dense if name not in vectors]
+            if missing or not vectors:
+                vectors.update(self.encode_query(meeting_id, query, tenant=tenant))
         pool = max(self.options.pool, k)
         with index.lock:
             mask = self._mask(index, filters)
             bm25_hits = index.bm25.top(self.tokenizer.tokens(query), pool, mask) if mode != "dense" else []
-            dense_hits = index.dense.top(query_vector, pool, mask) if use_dense and index.dense else []
+            dense_rankings = [
+                dense.top(vectors[name], pool, mask) for name, dense in index.dense.items() if name in vectors
+            ] if use_dense else []
             ids = index.segment_ids
             if mode == "bm25" or not use_dense:
                 ranked = [(d, s, r, None) for r, (d, s) in enumerate(bm25_hits[:k], start=1)]
+            elif mode == "dense" and len(dense_rankings) == 1:
+                ranked = [(d, s, None, r) for r, (d, s) in enumerate(dense_rankings[0][:k], start=1)]
             elif mode == "dense":
-                ranked = [(d, s, None, r) for r, (d, s) in enumerate(dense_hits[:k], start=1)]
+                ranked = self._fuse([], dense_rankings)[:k]
             else:
-                ranked = self._fuse(bm25_hits, dense_hits)[:k]
+                ranked = self._fuse(bm25_hits, dense_rankings)[:k]
             chosen = [(ids[d], s, br, dr) for d, s, br, dr in ranked]
         stored = self.log.get(sid for sid, *_ in chosen)
         return [Hit(stored[sid], score, br, dr) for sid, score, br, dr in chosen]
 
     def _fuse(
-        self, bm25_hits: list[tuple[int, float]], dense_hits: list[tuple[int, float]]
+        self, bm25_hits: list[tuple[int, float]], dense_rankings: list[list[tuple[int, float]]]
     ) -> list[tuple[int, float, int | None, int | None]]:
+        """Fuse the BM25 ranking with one dense ranking per model; returns (doc, score, bm25 rank, dense rank)."""
         opts = self.options
         fused: dict[int, list] = {}
-        if opts.fusion == "convex":
-            bm25_part = _scaled([s for _, s in bm25_hits], floor_zero=True)
-            dense_part = _scaled([s for _, s in dense_hits], floor_zero=False)
-        else:
-            bm25_part = [1.0 / (opts.rrf_k + rank) for rank in range(1, len(bm25_hits) + 1)]
-            dense_part = [1.0 / (opts.rrf_k + rank) for rank in range(1, len(dense_hits) + 1)]
-        for rank, ((doc, _), part) in enumerate(zip(bm25_hits, bm25_part, strict=True), start=1):
-            fused.setdefault(doc, [0.0, None, None])
-            fused[doc][0] += opts.bm25_weight * part
-            fused[doc][1] = rank
-        for rank, ((doc, _), part) in enumerate(zip(dense_hits, dense_part, strict=True), start=1):
-            fused.setdefault(doc, [0.0, None, None])
-            fused[doc][0] += opts.dense_weight * part
-            fused[doc][2] = rank
+
+        def parts(hits: list[tuple[int, float]], *, lexical: bool) -> list[float]:
+            if opts.fusion == "convex":
+                return _scaled([s for _, s in hits], floor_zero=lexical)
+            return [1.0 / (opts.rrf_k + rank) for rank in range(1, len(hits) + 1)]
+
+        for rank, ((doc, _), part) in enumerate(zip(bm25_hits, parts(bm25_hits, lexical=True), strict=True), 1):
+            entry = fused.setdefault(doc, [0.0, None, None])
+            entry[0] += opts.bm25_weight * part
+            entry[1] = rank
+        for dense_hits in dense_rankings:
+            for rank, ((doc, _), part) in enumerate(
+                zip(dense_hits, parts(dense_hits, lexical=False), strict=True), 1
+            ):
+                entry = fused.setdefault(doc, [0.0, None, None])
+                entry[0] += opts.dense_weight * part
+                entry[2] = rank if entry[2] is None else min(entry[2], rank)
         order = sorted(fused.items(), key=lambda item: (-item[1][0], item[0]))
         return [(doc, v[0], v[1], v[2]) for doc, v in order]
 

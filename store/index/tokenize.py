@@ -21,6 +21,7 @@ _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN_RE = re.compile(
     r"""
     (?P<cjk>[""" + _CJK + r"""]+)
+    | (?P<date>\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4})
     | (?P<time>\d{1,2}:\d{2}(?::\d{2})?)
     | (?P<number>[$€£¥]?\d+(?:,\d{3})+(?:\.\d+)?%?|[$€£¥]?\d+(?:\.\d+)?%?)(?P<suffix>st|nd|rd|th|s|k|m|am|pm)?
       (?![a-z0-9])
@@ -116,6 +117,8 @@ class MeetingTokenizer:
                 for word in self._cut_chinese(match.group("cjk")):
                     if not (self.stopwords and word in CHINESE_STOPWORDS):
                         out.append(word)
+            elif match.group("date"):
+                out.append(match.group("date"))
             elif match.group("time"):
                 out.append(match.group("time"))
             elif match.group("number"):

@@ -1,0 +1,195 @@
+"""Shared fixtures: real SQLite files in tmp_path, the real MiniLM embedder (loaded once), the real CLI.
+
+The environment is set before anything can import transformers or huggingface_hub: the models ship inside
+installed packages and must never be looked up on a hub.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Callable, Iterator, Sequence  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from importlib import resources  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+from meetmem.store.interchange import read_jsonl  # noqa: E402
+from meetmem.store.log import TranscriptLog  # noqa: E402
+from meetmem.store.records import SegmentInput  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The bundled demo files, found the way `meetmem demo` finds them (demo_data has no __init__.py, so
+# `resources.files` gives a MultiplexedPath whose str() is not a path; joinpath gives a real one).
+SAMPLE_MEETING = Path(str(resources.files("meetmem.demo_data").joinpath("sample_meeting.jsonl")))
+SAMPLE_QUESTIONS = Path(str(resources.files("meetmem.demo_data").joinpath("sample_questions.jsonl")))
+
+
+def _cli_command() -> list[str]:
+    """The installed console script (CONTRACT: `.venv/bin/meetmem`), beside this interpreter."""
+    script = Path(sys.executable).with_name("meetmem")
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("meetmem")
+    if found:
+        return [found]
+    # No console script: call the same entry point the script would.
+    return [sys.executable, "-c", "import sys; from meetmem.cli import main; sys.exit(main())"]
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """One finished `meetmem` process."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        """stdout as exactly one JSON document (the `--json` promise: nothing else on stdout)."""
+        lines = self.stdout.splitlines()
+        assert len(lines) == 1, f"expected one JSON line on stdout, got {len(lines)}:\n{self.stdout}"
+        return json.loads(lines[0])
+
+    def json_lines(self) -> list[Any]:
+        return [json.loads(line) for line in self.stdout.splitlines()]
+
+
+@pytest.fixture(scope="session")
+def cli_command() -> list[str]:
+    return _cli_command()
+
+
+@pytest.fixture(scope="session")
+def meetmem_cli(cli_command: list[str], tmp_path_factory: pytest.TempPathFactory) -> Callable[..., CliResult]:
+    """Run the real CLI as a subprocess: `meetmem_cli(*args, db=PATH or None)`.
+
+    The embedder defaults to `none` (no model load); pass `embedder=None` for the CLI's own default.
+    `db=None` passes no `--db` (for `--help`, `demo`); otherwise every call names its database, so nothing
+    touches the user's data directory.
+    """
+    workdir = tmp_path_factory.mktemp("cli-cwd")
+
+    def run(*args: str, db: Path | None, embedder: str | None = "none", timeout: float = 300,
+            cwd: Path | None = None) -> CliResult:
+        argv = [*cli_command, *args]
+        if db is not None:
+            argv += ["--db", str(db)]
+        env = dict(os.environ)
+        for name in ("MEETMEM_DB", "MEETMEM_TENANT", "MEETMEM_EMBEDDER"):
+            env.pop(name, None)
+        env["HF_HUB_OFFLINE"] = "1"
+        env["TRANSFORMERS_OFFLINE"] = "1"
+        env.setdefault("MEETMEM_THREADS", "1")  # see the `embedder` fixture
+        if embedder is not None:
+            env["MEETMEM_EMBEDDER"] = embedder
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout,
+                              cwd=str(cwd or workdir))
+        return CliResult(tuple(args), proc.returncode, proc.stdout, proc.stderr)
+
+    return run
+
+
+@pytest.fixture
+def run_cli(meetmem_cli: Callable[..., CliResult], tmp_path: Path) -> Callable[..., CliResult]:
+    """`meetmem_cli` with `--db` defaulting to a fresh database in this test's tmp_path (`run_cli.db`)."""
+    default_db = tmp_path / "cli.db"
+
+    def run(*args: str, db: Path | None = default_db, **kwargs: Any) -> CliResult:
+        return meetmem_cli(*args, db=db, **kwargs)
+
+    run.db = default_db  # type: ignore[attr-defined]
+    return run
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Any:
+    """The real all-MiniLM-L6-v2 embedder, loaded once per session (a load costs seconds).
+
+    One torch thread: on a shared two-core machine torch's intra-op threads spin against each other and
+    against other processes; one thread was measured ten times faster there, with the same vectors.
+    """
+    from meetmem.store.index.embedders import load_embedder
+
+    return load_embedder("minilm", threads=1)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[TranscriptLog]:
+    """A fresh transcript log in a real SQLite file."""
+    with TranscriptLog(tmp_path / "log.db") as opened:
+        yield opened
+
+
+@pytest.fixture(scope="session")
+def sample_device_and_segments() -> tuple[str, list[SegmentInput]]:
+    """The bundled sample meeting (four speakers, about four minutes), parsed as the CLI parses it."""
+    return read_jsonl(SAMPLE_MEETING)
+
+
+@pytest.fixture(scope="session")
+def sample_segments(sample_device_and_segments: tuple[str, list[SegmentInput]]) -> list[SegmentInput]:
+    return sample_device_and_segments[1]
+
+
+@pytest.fixture(scope="session")
+def sample_questions() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SAMPLE_QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def make_segments(texts: Sequence[str], *, first_seq: int = 0, start: float = 0.0, step: float = 2.0,
+                  speakers: Sequence[str | None] = ("A",)) -> list[SegmentInput]:
+    """Consecutive segments with increasing seq and start times, one per text."""
+    return [
+        SegmentInput(seq=first_seq + i, start=start + i * step, end=start + i * step + step * 0.8, text=text,
+                     speaker=speakers[i % len(speakers)])
+        for i, text in enumerate(texts)
+    ]
+
+
+@pytest.fixture(scope="session")
+def segments_factory() -> Callable[..., list[SegmentInput]]:
+    return make_segments
+
+
+def write_jsonl(path: Path, rows: Sequence[dict[str, Any] | str | bytes]) -> Path:
+    """Write an interchange file: dicts become JSON lines, str/bytes are written as given (bad lines)."""
+    parts: list[bytes] = []
+    for row in rows:
+        if isinstance(row, bytes):
+            parts.append(row)
+        elif isinstance(row, str):
+            parts.append(row.encode("utf-8"))
+        else:
+            parts.append(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+    path.write_bytes(b"\n".join(parts) + b"\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def jsonl_writer() -> Callable[[Path, Sequence[dict[str, Any] | str | bytes]], Path]:
+    return write_jsonl
+
+
+@pytest.fixture(scope="session")
+def sample_meeting_path() -> Path:
+    return SAMPLE_MEETING
+
+
+@pytest.fixture(scope="session")
+def sample_questions_path() -> Path:
+    return SAMPLE_QUESTIONS
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
