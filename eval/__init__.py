@@ -1,0 +1,1 @@
+"""Benchmarks and evaluation: store speed, retrieval quality on real and project-written meetings."""
