@@ -76,7 +76,7 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
         re.compile(r"\d|[一二三四五六七八九十百千万两]+[个台批次件]", re.I),
     ),
     "code": (
-        re.compile(r"\bpart number\b|\bmodel\b|\bcode\b|\bwhich (?:version|sku|part|ticket)\b|型号|编号|代号", re.I),
+        re.compile(r"\bpart number\b|\bmodel\b|\bcode\b|\bwhich\b|型号|编号|代号|哪款|哪个型号", re.I),
         re.compile(r"\b[A-Z]{1,5}-?\d{2,}\b|\bv\d+(?:\.\d+)+\b"),
     ),
     "person": (
@@ -171,7 +171,7 @@ class Answerer:
         search: TranscriptSearch,
         *,
         candidates: int = 6,
-        weights: tuple[float, float, float, float] = (0.35, 0.5, 0.4, 0.3),
+        weights: tuple[float, float, float, float] = (0.35, 0.5, 0.4, 0.4),
     ) -> None:
         self.search = search
         self.candidates = candidates

@@ -140,23 +140,31 @@ def _load_embedder(name: str, ctx: CommandContext, verbose: bool) -> Embedder | 
 
 
 def _options_public(options: SearchOptions) -> dict[str, Any]:
-    return {"fusion": options.fusion, "pool": options.pool, "rrf_k": options.rrf_k,
-            "bm25_weight": options.bm25_weight, "dense_weight": options.dense_weight}
+    """Every field of the search options (whatever fields the current SearchOptions has)."""
+    from dataclasses import fields
+
+    return {f.name: getattr(options, f.name) for f in fields(options)}
 
 
-def _default_configuration(embedder_name: str) -> dict[str, Any]:
+def _default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, Any]:
+    """What the benchmark ran as "the default": the embedder, the search options, the answerer's settings."""
     from meetmem.cloud.answer import MAX_CITATIONS, Answerer
     from meetmem.store.index.search import SearchOptions
     from meetmem.store.index.tokenize import MeetingTokenizer
 
     tokenizer = MeetingTokenizer()
-    candidates = Answerer.__init__.__kwdefaults__.get("candidates") if Answerer.__init__.__kwdefaults__ else None
-    return {
+    answerer_defaults = dict(Answerer.__init__.__kwdefaults__ or {})
+    out: dict[str, Any] = {
         "embedder": embedder_name,
         "search_options": _options_public(SearchOptions()),
         "tokenizer": {"stopwords": tokenizer.stopwords, "stemming": tokenizer.stemming},
-        "answer": {"candidates": candidates, "max_citations": MAX_CITATIONS},
+        "answer": {**{k: v for k, v in answerer_defaults.items() if isinstance(v, int | float | tuple)},
+                   "max_citations": MAX_CITATIONS},
+        "cli_settings": {"embedder": ctx.settings.embedder},
     }
+    if hasattr(ctx.settings, "embedder_zh"):
+        out["cli_settings"]["embedder_zh"] = ctx.settings.embedder_zh
+    return out
 
 
 #: Modules whose code decides the figures; their digests go into the report, since they change often.
@@ -180,6 +188,13 @@ def _code_fingerprint() -> dict[str, str]:
     return out
 
 
+def _code_report(at_start: dict[str, str]) -> dict[str, Any]:
+    """The digests taken when the run started (the code it loaded), and any file edited while it ran."""
+    now = _code_fingerprint()
+    changed = sorted(name for name, digest in at_start.items() if now.get(name) != digest)
+    return {"sha256_12": at_start, "edited_during_run": changed}
+
+
 def _parse_weights(text: str) -> list[float]:
     weights = []
     for part in text.split(","):
@@ -197,10 +212,34 @@ def _convex_name(w: float) -> str:
     return f"hybrid_convex_d{w:g}"
 
 
-def _convex_options(w: float) -> SearchOptions:
+def _base_options(overrides: Sequence[str] | None) -> SearchOptions:
+    """The default `SearchOptions` with `--search-option KEY=VALUE` overrides (to try a setting before
+    changing a default); values are parsed as JSON when they can be (numbers), else kept as strings."""
+    from dataclasses import fields, replace
+
     from meetmem.store.index.search import SearchOptions
 
-    return SearchOptions(fusion="convex", bm25_weight=round(1.0 - w, 6), dense_weight=w)
+    base = SearchOptions()
+    known = {f.name for f in fields(base)}
+    changes: dict[str, Any] = {}
+    for item in overrides or ():
+        key, sep, raw = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in known:
+            raise BenchDataError(f"--search-option {item!r}: expected KEY=VALUE with KEY one of {sorted(known)}")
+        try:
+            changes[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            changes[key] = raw
+    return replace(base, **changes)
+
+
+def _convex_options(w: float, base: SearchOptions | None = None) -> SearchOptions:
+    from dataclasses import replace
+
+    from meetmem.store.index.search import SearchOptions
+
+    return replace(base or SearchOptions(), fusion="convex", bm25_weight=round(1.0 - w, 6), dense_weight=w)
 
 
 # -- QMSum ------------------------------------------------------------------------------------------------------
@@ -360,10 +399,12 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     verbose = not ctx.quiet
     clock = Clock()
+    code_at_start = _code_fingerprint()
     k = args.k
     if k < 1:
         raise BenchDataError("--k must be at least 1")
     weights = _parse_weights(args.convex_weights)
+    base = _base_options(args.search_option)
     meetings, queries = load_qmsum(Path(args.data), args.split)
     if args.meetings:
         wanted = {m.strip() for m in args.meetings.split(",") if m.strip()}
@@ -400,10 +441,11 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
         db_path = Path(args.work_db) if args.work_db else Path(tmp) / "qmsum.db"
         log = TranscriptLog(db_path)
         try:
-            search = TranscriptSearch(log, embedder)  # the default options: what `ask` and the CLI use
+            # The default options (what `ask` and the CLI use), unless --search-option changes them.
+            search = TranscriptSearch(log, embedder, options=base)
             convex = {}
             if embedder is not None:
-                convex = {w: TranscriptSearch(log, embedder, options=_convex_options(w)) for w in weights}
+                convex = {w: TranscriptSearch(log, embedder, options=_convex_options(w, base)) for w in weights}
             answerer = Answerer(search)
             device = QMSUM_DEVICE + ("-markers" if args.keep_markers else "")
             turns_done = 0
@@ -457,25 +499,26 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
         "segments_stored": stored_turns,
         "turns_left_out_markers_only": skipped_turns,
         "markers_removed": not args.keep_markers,
-        "default_configuration": _default_configuration(embedder_name if embedder else "none"),
-        "convex_variants": {_convex_name(w): _options_public(_convex_options(w)) for w in weights},
+        "default_configuration": _default_configuration(ctx, embedder_name if embedder else "none"),
+        "search_options_used": _options_public(base),
+        "convex_variants": {_convex_name(w): _options_public(_convex_options(w, base)) for w in weights},
         "random_baseline": {f"p@{k}": _mean(baseline)},
         "methods": {name: scores[name].summary(k, domains) for name in methods},
         "ratios": _ratios(scores, k, domains),
         "embedding": {"segments": embedded, "seconds": round(embed_seconds, 1),
                       "segments_per_s": round(embedded / embed_seconds, 1) if embed_seconds else None},
         "wall_time": clock.report(),
-        "code": _code_fingerprint(),
+        "code": _code_report(code_at_start),
     }
     sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
     return 0
 
 
 def _vector_count(log: TranscriptLog, embedder: Embedder | None) -> int:
+    """Rows of the vector cache (all models and variants): the difference over a meeting = vectors computed."""
     if embedder is None:
         return 0
-    row = log.db.execute("SELECT COUNT(*) FROM segment_vectors WHERE model = ?", [embedder.name]).fetchone()
-    return int(row[0])
+    return int(log.db.execute("SELECT COUNT(*) FROM segment_vectors").fetchone()[0])
 
 
 def _score_query(q: QMSumQuery, k: int, meeting_id: str, search: TranscriptSearch,
@@ -583,10 +626,12 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     verbose = not ctx.quiet
     clock = Clock()
+    code_at_start = _code_fingerprint()
     data = Path(args.data) if args.data else Path(__file__).resolve().parent / "data"
     meeting_file, questions = load_zh(data)
     embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
     weights = _parse_weights(args.convex_weights)
+    base = _base_options(args.search_option)
     langs = sorted({q.lang for q in questions}, key=lambda x: (x != "zh", x))
     device_id, segments = read_jsonl(meeting_file)
     meeting_id = meeting_file.stem
@@ -610,7 +655,7 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
                 embedder = _load_embedder(name, ctx, verbose)
                 load_s = time.perf_counter() - t
                 label = name if embedder is not None else "bm25_only"
-                search = TranscriptSearch(log, embedder)
+                search = TranscriptSearch(log, embedder, options=base)
                 t = time.perf_counter()
                 search.meeting_index(meeting_id)
                 index_s = time.perf_counter() - t
@@ -622,7 +667,8 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
                     runs["dense"] = (search, "dense")
                     runs["hybrid_rrf"] = (search, "hybrid")
                     for w in weights:
-                        runs[_convex_name(w)] = (TranscriptSearch(log, embedder, options=_convex_options(w)), "hybrid")
+                        options = _convex_options(w, base)
+                        runs[_convex_name(w)] = (TranscriptSearch(log, embedder, options=options), "hybrid")
                 search_scores = {name: ZhScores() for name in runs}
                 misses: list[dict[str, Any]] = []
                 for q in questions:
@@ -671,11 +717,12 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
         "segments": len(segments),
         "questions": len(questions),
         "questions_by_lang": {lang: sum(q.lang == lang for q in questions) for lang in langs},
-        "default_configuration": _default_configuration(ctx.settings.embedder),
-        "convex_variants": {_convex_name(w): _options_public(_convex_options(w)) for w in weights},
+        "default_configuration": _default_configuration(ctx, "per configuration (see configs)"),
+        "search_options_used": _options_public(base),
+        "convex_variants": {_convex_name(w): _options_public(_convex_options(w, base)) for w in weights},
         "configs": configs,
         "wall_time": clock.report(),
-        "code": _code_fingerprint(),
+        "code": _code_report(code_at_start),
     }
     if args.show_misses:
         out["misses"] = failures
@@ -711,6 +758,8 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--keep-markers", action="store_true", help="keep QMSum's {disfmarker}/{vocalsound}/... markers")
     p.add_argument("--work-db", default=None, metavar="PATH",
                    help="keep the benchmark's database (and its vectors) here instead of a temporary file")
+    p.add_argument("--search-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="override a SearchOptions field for every search of the run (repeatable), e.g. rrf_k=20")
     p.add_argument("--compact", action="store_true", help="the JSON on one line")
     p.set_defaults(func=_guarded(run_qmsum))
 
@@ -726,5 +775,7 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     z.add_argument("--convex-weights", default=DEFAULT_CONVEX_WEIGHTS, metavar="W,W",
                    help=f"dense weights of the convex-fusion search variants (default {DEFAULT_CONVEX_WEIGHTS})")
     z.add_argument("--show-misses", action="store_true", help="list the questions each configuration got wrong")
+    z.add_argument("--search-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="override a SearchOptions field for every search of the run (repeatable), e.g. rrf_k=20")
     z.add_argument("--compact", action="store_true", help="the JSON on one line")
     z.set_defaults(func=_guarded(run_zh))

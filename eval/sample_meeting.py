@@ -175,16 +175,14 @@ MEETING: tuple[Utterance, ...] = tuple(
 )
 
 QUESTIONS: tuple[Question, ...] = (
-    Question("When is the deadline for getting the updated pricing back to the vendor?", "March 12th"),
-    Question("How much was the one-time charge for the metal housing molds?", "$4,250"),
+    Question("By when does Bob owe the supplier the revised quote?", "March 12th"),
+    Question("What does the tooling for the aluminium version cost?", "$4,250"),
     Question(
-        "What material did the team settle on for the shell of the glasses?",
+        "What did we decide for the casing?",
         "aluminium casing",
         anchor="decided to go with the aluminium casing",
     ),
-    Question(
-        "Which part number is the sensor board we're ordering?", "TS-204", anchor="let's go with the TS-204"
-    ),
+    Question("Which sensor board are we ordering?", "TS-204", anchor="let's go with the TS-204"),
 )
 
 
