@@ -40,7 +40,7 @@ class CommandContext:
     @property
     def search(self) -> TranscriptSearch:
         if self._search is None:
-            from meetmem.store.index.search import EmbedderRoutes, TranscriptSearch
+            from meetmem.store.index.search import TranscriptSearch
 
             self._search = TranscriptSearch(self.log, self._embedder_routes())
         return self._search
