@@ -17,9 +17,11 @@ nothing but markers is not stored (it can never be a result, and it still counts
 * ``p@k``: the share of the first k results inside annotated spans (a missing result counts as a miss);
 * ``hit@k`` and ``mrr@k`` for reference.
 
-Methods: ``bm25``, ``dense``, ``hybrid_rrf`` (the default `SearchOptions`), ``hybrid_convex_d<w>`` (convex
-fusion with dense weight w and BM25 weight 1 - w), and ``ask``: the citations of `Answerer.ask` over the
-default hybrid search, in the order it returns them.
+Methods: ``bm25``, ``dense``, ``hybrid_default`` (the current default `SearchOptions`, reported under
+``search_options_used``), ``hybrid_rrf`` (reciprocal rank fusion, k 60, equal weights), ``hybrid_convex_d<w>``
+(convex fusion with dense weight w and BM25 weight 1 - w), and ``ask``: the citations of `Answerer.ask` over
+the default hybrid search, in the order it returns them. ``ratios`` divides each by ``bm25``, with a paired
+bootstrap 95% interval over queries.
 
 ``bench zh [--data DIR]`` (default: the ``data`` folder next to this file): ingests ``zh_meeting.jsonl`` the
 way ``meetmem ingest`` does (device id ``file:`` + sha256 of the bytes, `seq` = 1-based line number), asks
@@ -234,6 +236,15 @@ def _base_options(overrides: Sequence[str] | None) -> SearchOptions:
     return replace(base, **changes)
 
 
+def _fusion_variants(base: SearchOptions, weights: Sequence[float]) -> dict[str, SearchOptions]:
+    """The fusions compared with the default: RRF (k 60, equal weights) and convex with each dense weight."""
+    from dataclasses import replace
+
+    out = {"hybrid_rrf": replace(base, fusion="rrf", rrf_k=60, bm25_weight=1.0, dense_weight=1.0)}
+    out.update({_convex_name(w): _convex_options(w, base) for w in weights})
+    return out
+
+
 def _convex_options(w: float, base: SearchOptions | None = None) -> SearchOptions:
     from dataclasses import replace
 
@@ -426,9 +437,10 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
     embedder = _load_embedder(embedder_name, ctx, verbose)
     clock.add("model_load", time.perf_counter() - t)
 
+    variant_options = _fusion_variants(base, weights)
     methods = ["bm25"]
     if embedder is not None:
-        methods += ["dense", "hybrid_rrf", *(_convex_name(w) for w in weights)]
+        methods += ["dense", "hybrid_default", *variant_options]
     methods.append("ask")
     scores = {name: MethodScores() for name in methods}
     baseline: list[float] = []
@@ -443,9 +455,9 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
         try:
             # The default options (what `ask` and the CLI use), unless --search-option changes them.
             search = TranscriptSearch(log, embedder, options=base)
-            convex = {}
+            variants: dict[str, TranscriptSearch] = {}
             if embedder is not None:
-                convex = {w: TranscriptSearch(log, embedder, options=_convex_options(w, base)) for w in weights}
+                variants = {name: TranscriptSearch(log, embedder, options=o) for name, o in variant_options.items()}
             answerer = Answerer(search)
             device = QMSUM_DEVICE + ("-markers" if args.keep_markers else "")
             turns_done = 0
@@ -461,7 +473,7 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
                 t = time.perf_counter()
                 before = _vector_count(log, embedder)
                 search.meeting_index(meeting.meeting_id)
-                for other in convex.values():
+                for other in variants.values():
                     other.meeting_index(meeting.meeting_id)
                 spent = time.perf_counter() - t
                 new_vectors = _vector_count(log, embedder) - before
@@ -475,7 +487,7 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
                 indexable = [s.seq for s in segments]
                 for q in by_meeting.get(meeting.meeting_id, []):
                     baseline.append(sum(1 for i in indexable if q.relevant(i)) / max(1, n_indexable))
-                    _score_query(q, k, meeting.meeting_id, search, convex, answerer, embedder, turn_of, scores)
+                    _score_query(q, k, meeting.meeting_id, search, variants, answerer, embedder, turn_of, scores)
                 clock.add("queries", time.perf_counter() - t)
 
                 turns_done += len(meeting.turns)
@@ -501,7 +513,7 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
         "markers_removed": not args.keep_markers,
         "default_configuration": _default_configuration(ctx, embedder_name if embedder else "none"),
         "search_options_used": _options_public(base),
-        "convex_variants": {_convex_name(w): _options_public(_convex_options(w, base)) for w in weights},
+        "fusion_variants": {name: _options_public(o) for name, o in variant_options.items()},
         "random_baseline": {f"p@{k}": _mean(baseline)},
         "methods": {name: scores[name].summary(k, domains) for name in methods},
         "ratios": _ratios(scores, k, domains),
@@ -522,7 +534,7 @@ def _vector_count(log: TranscriptLog, embedder: Embedder | None) -> int:
 
 
 def _score_query(q: QMSumQuery, k: int, meeting_id: str, search: TranscriptSearch,
-                 convex: dict[float, TranscriptSearch], answerer: Any, embedder: Embedder | None,
+                 variants: dict[str, TranscriptSearch], answerer: Any, embedder: Embedder | None,
                  turn_of: dict[str, int], scores: dict[str, MethodScores]) -> None:
     qv = None
     t = time.perf_counter()
@@ -542,9 +554,9 @@ def _score_query(q: QMSumQuery, k: int, meeting_id: str, search: TranscriptSearc
     run("bm25", lambda: hits(search, "bm25"))
     if embedder is not None:
         run("dense", lambda: hits(search, "dense"), encode_s)
-        run("hybrid_rrf", lambda: hits(search, "hybrid"), encode_s)
-        for w, s in convex.items():
-            run(_convex_name(w), lambda s=s: hits(s, "hybrid"), encode_s)
+        run("hybrid_default", lambda: hits(search, "hybrid"), encode_s)
+        for name, s in variants.items():
+            run(name, lambda s=s: hits(s, "hybrid"), encode_s)
 
     def asked() -> list[int | None]:
         answer = answerer.ask(meeting_id, q.query)
@@ -665,10 +677,9 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
                 runs: dict[str, tuple[TranscriptSearch, str]] = {"bm25": (search, "bm25")}
                 if embedder is not None:
                     runs["dense"] = (search, "dense")
-                    runs["hybrid_rrf"] = (search, "hybrid")
-                    for w in weights:
-                        options = _convex_options(w, base)
-                        runs[_convex_name(w)] = (TranscriptSearch(log, embedder, options=options), "hybrid")
+                    runs["hybrid_default"] = (search, "hybrid")
+                    for variant, options in _fusion_variants(base, weights).items():
+                        runs[variant] = (TranscriptSearch(log, embedder, options=options), "hybrid")
                 search_scores = {name: ZhScores() for name in runs}
                 misses: list[dict[str, Any]] = []
                 for q in questions:
@@ -719,7 +730,7 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
         "questions_by_lang": {lang: sum(q.lang == lang for q in questions) for lang in langs},
         "default_configuration": _default_configuration(ctx, "per configuration (see configs)"),
         "search_options_used": _options_public(base),
-        "convex_variants": {_convex_name(w): _options_public(_convex_options(w, base)) for w in weights},
+        "fusion_variants": {name: _options_public(o) for name, o in _fusion_variants(base, weights).items()},
         "configs": configs,
         "wall_time": clock.report(),
         "code": _code_report(code_at_start),

@@ -140,6 +140,7 @@ class MeetingIndex:
     ends: array = field(default_factory=lambda: array("d"))
     speakers: list[str | None] = field(default_factory=list)
     superseded: set[str] = field(default_factory=set)
+    live: bytearray = field(default_factory=bytearray)  # 1 per document still current, 0 once corrected
     last_pos: int = -1
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -272,6 +273,7 @@ class TranscriptSearch:
         for doc, seg in enumerate(segments, start=first_doc):
             index.bm25.add(self.tokenizer.tokens(seg.text))
             index.positions[seg.segment_id] = len(index.segment_ids)
+            index.live.append(1)
             index.segment_ids.append(seg.segment_id)
             index.starts.append(seg.start)
             index.ends.append(seg.end)
@@ -280,6 +282,9 @@ class TranscriptSearch:
             index.recent_texts.append(seg.text)
             if seg.supersedes is not None:
                 index.superseded.add(seg.supersedes)
+                old = index.positions.get(seg.supersedes)
+                if old is not None:
+                    index.live[old] = 0
             index.last_pos = seg.chain_pos
         for name, members in groups.items():
             if name not in index.dense:
@@ -343,7 +348,7 @@ class TranscriptSearch:
         n = len(index)
         mask: np.ndarray | None = None
         if index.superseded:
-            mask = np.array([sid not in index.superseded for sid in index.segment_ids], dtype=bool)
+            mask = np.frombuffer(bytes(index.live), dtype=np.uint8).astype(bool)
         if filters is None:
             return mask
         if filters.start is not None or filters.end is not None or filters.speaker is not None:

@@ -80,8 +80,9 @@ def _assert_same_index(incremental: MeetingIndex, rebuilt: MeetingIndex, tokeniz
         for doc, (name, vector) in inc.items():
             assert reb[doc][0] == name
             assert vector.shape == (embedder.dim,)
-            # Batches of different sizes pad differently inside the model: equal to float32 rounding.
-            np.testing.assert_allclose(reb[doc][1], vector, rtol=0, atol=2e-6)
+            # Batches of different sizes pad differently inside the model (float32 rounding), and the index
+            # holds float16: equal to one float16 step.
+            np.testing.assert_allclose(reb[doc][1], vector, rtol=0, atol=1e-3)
 
 
 def _check_rebuild_equals_incremental(tmp_path, sample_device_and_segments, embedder) -> None:
@@ -105,7 +106,7 @@ def _check_rebuild_equals_incremental(tmp_path, sample_device_and_segments, embe
                     b = rebuilt.search(meeting, query, tenant=tenant, k=10, filters=filters,
                                        query_vector=vectors[query])
                     assert [h.segment.segment_id for h in b] == [h.segment.segment_id for h in a], query
-                    np.testing.assert_allclose([h.score for h in b], [h.score for h in a], rtol=1e-6)
+                    np.testing.assert_allclose([h.score for h in b], [h.score for h in a], rtol=1e-4)  # float16 vectors
                     assert [(h.bm25_rank, h.dense_rank) for h in b] == [(h.bm25_rank, h.dense_rank) for h in a]
 
 
@@ -133,5 +134,5 @@ def test_rebuild_re_embeds_from_the_log(tmp_path, sample_device_and_segments, em
         rebuilt.rebuild()
         by_doc = _dense_by_doc(rebuilt.meeting_index("launch"))
         vectors = np.stack([by_doc[doc][1] for doc in range(10)])
-        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-        np.testing.assert_allclose(vectors, embedder.encode([s.text for s in segments[:10]]), atol=2e-6)
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=2e-3)  # float16 in the index
+        np.testing.assert_allclose(vectors, embedder.encode([s.text for s in segments[:10]]), atol=1e-3)
