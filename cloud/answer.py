@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
@@ -48,7 +48,7 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     "date": (
         re.compile(
             r"\bwhen\b|\bwhat (?:day|date)\b|\bdeadline\b|\bdue\b|\bby when\b|\bhow long\b|什么时候|哪天|几号|截止|"
-            r"期限|哪一天|多久",
+            r"期限|哪一天|多久|星期几|周几|礼拜几",
             re.I,
         ),
         re.compile(
@@ -72,7 +72,11 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
         ),
     ),
     "quantity": (
-        re.compile(r"\bhow many\b|\bnumber of\b|\bquantity\b|\bhow much\b|多少|几个|几台|几批|数量", re.I),
+        re.compile(
+            r"\bhow many\b|\bnumber of\b|\bquantity\b|\bhow much\b|多少|几[个台批次件天人家种副片]|数量"
+            r"|多[高重大长宽厚远]",
+            re.I,
+        ),
         re.compile(r"\d|[一二三四五六七八九十百千万两]+[个台批次件]", re.I),
     ),
     "code": (
@@ -81,9 +85,14 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     ),
     "person": (
         re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|\bwhich person\b|\bowner\b|谁|哪位|负责人", re.I),
-        re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b|由.{1,4}负责|[张王李赵刘陈杨黄周吴][\u4e00-\u9fff]{1,2}"),
+        # 周 is a surname but also the week (周一, 下周三, 周末): a weekday is not a person.
+        re.compile(
+            r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b|由.{1,4}(?:负责|跟进|来)|[小老][张王李赵刘陈杨黄周吴林]"
+            r"|[张王李赵刘陈杨黄吴林][\u4e00-\u9fff]{1,2}|周(?![一二三四五六日天末内])[\u4e00-\u9fff]{1,2}"
+        ),
     ),
 }
+_CJK_NAME_RE = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE_RE = re.compile(r"[^.!?。！？；;]+(?:[.!?。！？；;]+|$)")
 
 
@@ -190,8 +199,17 @@ class Answerer:
         kind = question_kind(question)
         dense = self.search.routes is not None
         query_vectors = self.search.encode_query(meeting_id, question, tenant=tenant) if dense else None
+        mode = "hybrid" if dense else "bm25"
         hits = self.search.search(meeting_id, question, tenant=tenant, k=MAX_CITATIONS, filters=filters,
-                                  query_vectors=query_vectors, mode="hybrid" if dense else "bm25")
+                                  query_vectors=query_vectors, mode=mode)
+        speaker = self._named_speaker(meeting_id, tenant, question) if not (filters and filters.speaker) else None
+        if speaker is not None:
+            # "What did Dana say about the budget?": that speaker's best turns first, then the rest.
+            own = self.search.search(meeting_id, question, tenant=tenant, k=MAX_CITATIONS,
+                                     filters=replace(filters or SearchFilters(), speaker=speaker),
+                                     query_vectors=query_vectors, mode=mode)
+            seen = {h.segment.segment_id for h in own}
+            hits = (own + [h for h in hits if h.segment.segment_id not in seen])[:MAX_CITATIONS]
         if not hits:
             return Answer(question, kind, "Nothing in this meeting's transcript matches the question.", (),
                           (ManifestBlock("question", count_tokens(question), "question"),))
@@ -213,6 +231,19 @@ class Answerer:
             for s in ordered
         )
         return Answer(question, kind, text, citations, manifest)
+
+    def _named_speaker(self, meeting_id: str, tenant: str, question: str) -> str | None:
+        """The meeting speaker the question names, if any (the longest name wins: "Chen Wei" over "Chen")."""
+        index = self.search.meeting_index(meeting_id, tenant=tenant)
+        with index.lock:
+            names = sorted({s for s in index.speakers if s and len(s) > 1}, key=len, reverse=True)
+        for name in names:
+            if _CJK_NAME_RE.search(name):
+                if name in question:
+                    return name
+            elif re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question, re.IGNORECASE):
+                return name
+        return None
 
     def _candidates(self, meeting_id: str, tenant: str, hits: Sequence[Hit]) -> list[tuple[Segment, float, str]]:
         """The top hits with their relative retrieval score, then their neighbours in the meeting.

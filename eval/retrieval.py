@@ -29,7 +29,7 @@ every question of ``zh_questions.jsonl`` (``{"question", "expected", "answer_lin
 scores the citations (recall@1, recall@5: an answer line among the first 1 / 5 citations) and the answer
 text (``exact``: the expected string occurs verbatim; ``exact_norm``: after NFKC, case folding and removal of
 whitespace), for BM25 alone and for each embedder, split by question language. It also scores plain search
-(bm25, dense, hybrid rrf / convex) so that the fusion can be chosen per language.
+(bm25, dense, hybrid default / rrf / convex) so that the fusion can be chosen per language.
 """
 
 from __future__ import annotations
@@ -203,9 +203,12 @@ def _parse_weights(text: str) -> list[float]:
         part = part.strip()
         if not part:
             continue
-        w = float(part)
+        try:
+            w = float(part)
+        except ValueError:
+            raise BenchDataError(f"--convex-weights: {part!r} is not a number") from None
         if not 0.0 < w < 1.0:
-            raise argparse.ArgumentTypeError(f"a dense weight must lie strictly between 0 and 1, got {w}")
+            raise BenchDataError(f"--convex-weights: a dense weight must lie strictly between 0 and 1, got {w}")
         weights.append(w)
     return weights
 

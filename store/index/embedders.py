@@ -204,10 +204,22 @@ class MiniLMEmbedder(_BaseEmbedder):
         self.path = path
         logger.info("loaded %s from %s (dim %d, torch threads %d)", self.name, path, self.dim, torch.get_num_threads())
 
+    #: Texts per forward pass. sentence-transformers sorts one call's texts by length and pads each pass to
+    #: its longest text, so small passes over one sorted call keep short turns short; one pass of 64 pads
+    #: every backchannel to the longest turn's 256 word pieces (7.4 -> 57.9 turns/s on QMSum, 1 thread).
+    MINI_BATCH: ClassVar[int] = 16
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Embed documents in one sentence-transformers call (one length sort), `MINI_BATCH` per pass."""
+        items = _check_texts(texts, batch_size)
+        if not items:
+            return _numpy().empty((0, self.dim), dtype=np.float32)
+        return _unit_rows(self._embed_passages(items), self.dim)
+
     def _embed_passages(self, texts: list[str]) -> Any:
         return self._model.encode(
             texts,
-            batch_size=len(texts),
+            batch_size=min(self.MINI_BATCH, len(texts)),
             show_progress_bar=False,
             convert_to_numpy=True,
             normalize_embeddings=True,

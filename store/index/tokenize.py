@@ -102,7 +102,13 @@ class MeetingTokenizer:
                 raise MissingDependency("jieba") from exc
             jieba.setLogLevel(logging.WARNING)
             self._jieba = jieba
-        return [w for w in self._jieba.lcut_for_search(run) if w.strip()]
+        words = [w for w in self._jieba.lcut_for_search(run) if w.strip()]
+        # Every character as well: questions paraphrase ("合格率" for "良率", "样品制作费" for "打样费") and jieba
+        # cuts the same text differently in different contexts ("恒通报的" -> 恒 / 通报), but characters still
+        # match. Words keep their weight: a matched word also matches its characters.
+        if len(run) > 1:
+            words.extend(run)
+        return words
 
     def __call__(self, text: str) -> list[str]:
         return self.tokens(text)
