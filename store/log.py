@@ -13,6 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,25 +37,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TENANT = "local"
 
-_SEGMENT_COLUMNS = (
-    "segment_id",
-    "tenant",
-    "meeting_id",
-    "device_id",
-    "seq",
-    "start",
-    "end",
-    "text",
-    "speaker",
-    "lang",
-    "raw_text",
-    "confidence",
-    "supersedes",
-    "received_at",
-    "chain_pos",
-    "prev_hash",
-    "hash",
-)
+# The log's columns are the record's fields, in the record's order.
+_SEGMENT_COLUMNS = tuple(f.name for f in fields(Segment))
 _SELECT = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
 
 _SCHEMA_TRIGGERS = [
