@@ -1,0 +1,365 @@
+"""`meetmem bench qmsum`: retrieval on the QMSum validation meetings, scored against annotated turn spans.
+
+See `meetmem.eval.retrieval` for the metrics and methods."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .retrieval import (
+    BenchDataError,
+    RunClock,
+    _base_options,
+    _bootstrap_ratio,
+    _code_fingerprint,
+    _code_report,
+    _default_configuration,
+    _fusion_variants,
+    _hms,
+    _load_embedder,
+    _mean,
+    _options_public,
+    _parse_weights,
+    _ratio,
+    _say,
+)
+
+if TYPE_CHECKING:
+    from meetmem.store.index.embedders import Embedder
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.log import TranscriptLog
+    from meetmem.store.records import SegmentInput
+
+    from meetmem.cli.context import CommandContext
+
+#: QMSum's `domain` field -> the short name used in the report.
+
+DOMAINS = {"product(AMI)": "AMI", "academic(ICSI)": "ICSI", "committee": "committee"}
+#: Seconds given to each turn of a meeting that has no timing (the committee meetings).
+UNTIMED_TURN_S = 6.0
+#: QMSum's transcription markers: annotation of non-speech, never words anybody said.
+_MARKER_RE = re.compile(r"\{(?:disfmarker|vocalsound|nonvocalsound|gap|pause|comment)\}", re.IGNORECASE)
+_SPACE_RE = re.compile(r"\s+")
+QMSUM_DEVICE = "qmsum"
+
+# -- QMSum ------------------------------------------------------------------------------------------------------
+@dataclass
+class QMSumMeeting:
+    meeting_id: str
+    domain: str
+    turns: list[dict[str, Any]]
+    timestamps: list[dict[str, Any]] | None
+
+
+@dataclass
+class QMSumQuery:
+    qid: str
+    meeting_id: str
+    domain: str
+    query: str
+    spans: list[tuple[int, int]]
+
+    def relevant(self, turn: int) -> bool:
+        return any(a <= turn <= b for a, b in self.spans)
+
+
+def load_qmsum(data: Path, split: str) -> tuple[list[QMSumMeeting], list[QMSumQuery]]:
+    """The split's meetings (sorted by id) and its specific queries, checked for consistency."""
+    queries_file = data / f"queries_{split}.jsonl"
+    meetings_dir = data / split
+    if not queries_file.is_file() or not meetings_dir.is_dir():
+        raise BenchDataError(f"{data} does not hold QMSum's {split} split ({queries_file.name} and {split}/)")
+    timestamps: dict[str, list[dict[str, Any]]] = {}
+    ts_file = data / f"turn_timestamps_{split}.json"
+    if ts_file.is_file():
+        timestamps = json.loads(ts_file.read_text(encoding="utf-8")).get("meetings", {})
+    queries: list[QMSumQuery] = []
+    domains: dict[str, str] = {}
+    n_turns: dict[str, int] = {}
+    for line in queries_file.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        domains[obj["meeting_id"]] = DOMAINS.get(obj["domain"], obj["domain"])
+        if obj.get("type") != "specific" or not obj.get("relevant_turn_spans_inclusive"):
+            continue
+        spans = [(int(a), int(b)) for a, b in obj["relevant_turn_spans_inclusive"]]
+        queries.append(QMSumQuery(obj["qid"], obj["meeting_id"], domains[obj["meeting_id"]], obj["query"], spans))
+        n_turns[obj["meeting_id"]] = int(obj["n_turns"])
+    meetings: list[QMSumMeeting] = []
+    for path in sorted(meetings_dir.glob("*.json")):
+        mid = path.stem
+        turns = json.loads(path.read_text(encoding="utf-8"))["meeting_transcripts"]
+        if mid in n_turns and n_turns[mid] != len(turns):
+            raise BenchDataError(f"{path}: {len(turns)} turns, but its queries say {n_turns[mid]}")
+        times = timestamps.get(mid)
+        if times is not None:
+            if [t["turn"] for t in times] != list(range(len(turns))):
+                raise BenchDataError(f"{ts_file.name}: the turns of {mid} do not match {path.name}")
+        meetings.append(QMSumMeeting(mid, domains.get(mid, "unknown"), turns, times))
+    known = {m.meeting_id for m in meetings}
+    missing = sorted({q.meeting_id for q in queries} - known)
+    if missing:
+        raise BenchDataError(f"queries name meetings that {meetings_dir} lacks: {', '.join(missing[:5])}")
+    return meetings, queries
+
+
+def clean_turn(text: str) -> str:
+    """A QMSum turn without its transcription markers, whitespace collapsed."""
+    return _SPACE_RE.sub(" ", _MARKER_RE.sub(" ", text)).strip()
+
+
+def qmsum_segments(meeting: QMSumMeeting, *, keep_markers: bool = False) -> tuple[list[SegmentInput], int]:
+    """The meeting's turns as validated segments (`seq` = turn index) and how many turns were left out."""
+    from meetmem.store.interchange import validate_segment
+
+    segments: list[SegmentInput] = []
+    skipped = 0
+    for i, turn in enumerate(meeting.turns):
+        raw = turn.get("content") or ""
+        text = _SPACE_RE.sub(" ", raw).strip() if keep_markers else clean_turn(raw)
+        if not text:
+            skipped += 1
+            continue
+        if meeting.timestamps is not None:
+            start = float(meeting.timestamps[i]["start"])
+            end = max(start, float(meeting.timestamps[i]["end"]))
+        else:
+            start = i * UNTIMED_TURN_S
+            end = start + UNTIMED_TURN_S
+        obj = {"start": start, "end": end, "text": text, "speaker": turn.get("speaker") or None, "lang": "en",
+               "raw_text": raw if raw != text else None}
+        segments.append(validate_segment(obj, i))
+    return segments, skipped
+
+
+@dataclass
+class MethodScores:
+    """Per-query scores of one method, in query order."""
+
+    hit1: list[float] = field(default_factory=list)
+    pk: list[float] = field(default_factory=list)
+    hitk: list[float] = field(default_factory=list)
+    rr: list[float] = field(default_factory=list)
+    domains: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def add(self, turns: Sequence[int | None], query: QMSumQuery, k: int) -> None:
+        top = list(turns[:k])
+        rel = [t is not None and query.relevant(t) for t in top]
+        self.hit1.append(1.0 if rel and rel[0] else 0.0)
+        self.pk.append(sum(rel) / k)
+        self.hitk.append(1.0 if any(rel) else 0.0)
+        self.rr.append(next((1.0 / r for r, ok in enumerate(rel, start=1) if ok), 0.0))
+        self.domains.append(query.domain)
+
+    def summary(self, k: int, domains: Iterable[str]) -> dict[str, Any]:
+        def block(keep: Callable[[str], bool]) -> dict[str, Any]:
+            idx = [i for i, d in enumerate(self.domains) if keep(d)]
+            return {
+                "n": len(idx),
+                "hit@1": _mean([self.hit1[i] for i in idx]),
+                f"p@{k}": _mean([self.pk[i] for i in idx]),
+                f"hit@{k}": _mean([self.hitk[i] for i in idx]),
+                f"mrr@{k}": _mean([self.rr[i] for i in idx]),
+            }
+
+        out = block(lambda d: True)
+        out["ms_per_query"] = round(1000 * self.seconds / max(1, len(self.hit1)), 1)
+        out["by_domain"] = {d: block(lambda x, d=d: x == d) for d in domains}
+        return out
+
+
+def _ratios(scores: dict[str, MethodScores], k: int, domains: Sequence[str]) -> dict[str, Any]:
+    base = scores.get("bm25")
+    if base is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name, s in scores.items():
+        if name == "bm25":
+            continue
+        entry: dict[str, Any] = {}
+        for metric, attr in (("hit@1", "hit1"), (f"p@{k}", "pk")):
+            num, den = getattr(s, attr), getattr(base, attr)
+            entry[metric] = _ratio(_mean(num), _mean(den))
+            entry[f"{metric}_ci95"] = _bootstrap_ratio(num, den)
+            entry[f"{metric}_by_domain"] = {
+                d: _ratio(_mean([v for v, x in zip(num, s.domains, strict=True) if x == d]),
+                          _mean([v for v, x in zip(den, base.domains, strict=True) if x == d]))
+                for d in domains
+            }
+        out[f"{name}/bm25"] = entry
+    return out
+
+
+def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.cloud.answer import Answerer
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.log import TranscriptLog
+
+    verbose = not ctx.quiet
+    clock = RunClock()
+    code_at_start = _code_fingerprint()
+    k = args.k
+    if k < 1:
+        raise BenchDataError("--k must be at least 1")
+    weights = _parse_weights(args.convex_weights)
+    base = _base_options(args.search_option)
+    meetings, queries = load_qmsum(Path(args.data), args.split)
+    if args.meetings:
+        wanted = {m.strip() for m in args.meetings.split(",") if m.strip()}
+        meetings = [m for m in meetings if m.meeting_id in wanted]
+    if args.limit:
+        meetings = meetings[: args.limit]
+    kept = {m.meeting_id for m in meetings}
+    queries = [q for q in queries if q.meeting_id in kept]
+    by_meeting: dict[str, list[QMSumQuery]] = {}
+    for q in queries:
+        by_meeting.setdefault(q.meeting_id, []).append(q)
+    domains = [d for d in ("AMI", "ICSI", "committee") if any(q.domain == d for q in queries)]
+    domains += sorted({q.domain for q in queries} - set(domains))
+    total_turns = sum(len(m.turns) for m in meetings)
+    _say(verbose, f"QMSum {args.split}: {len(meetings)} meetings, {total_turns} turns, {len(queries)} specific queries")
+
+    embedder_name = ctx.settings.embedder
+    t = time.perf_counter()
+    embedder = _load_embedder(embedder_name, ctx, verbose)
+    clock.add("model_load", time.perf_counter() - t)
+
+    variant_options = _fusion_variants(base, weights)
+    methods = ["bm25"]
+    if embedder is not None:
+        methods += ["dense", "hybrid_default", *variant_options]
+    methods.append("ask")
+    scores = {name: MethodScores() for name in methods}
+    baseline: list[float] = []
+    skipped_turns = 0
+    stored_turns = 0
+    embedded = 0
+    embed_seconds = 0.0
+
+    with tempfile.TemporaryDirectory(prefix="meetmem-bench-qmsum-") as tmp:
+        db_path = Path(args.work_db) if args.work_db else Path(tmp) / "qmsum.db"
+        log = TranscriptLog(db_path)
+        try:
+            # The default options (what `ask` and the CLI use), unless --search-option changes them.
+            search = TranscriptSearch(log, embedder, options=base)
+            variants: dict[str, TranscriptSearch] = {}
+            if embedder is not None:
+                variants = {name: TranscriptSearch(log, embedder, options=o) for name, o in variant_options.items()}
+            answerer = Answerer(search)
+            device = QMSUM_DEVICE + ("-markers" if args.keep_markers else "")
+            turns_done = 0
+            for number, meeting in enumerate(meetings, start=1):
+                t = time.perf_counter()
+                segments, skipped = qmsum_segments(meeting, keep_markers=args.keep_markers)
+                log.append(meeting.meeting_id, device, segments)
+                skipped_turns += skipped
+                stored_turns += len(segments)
+                turn_of = {s.segment_id: s.seq for s in log.chain(meeting.meeting_id) if s.device_id == device}
+                clock.add("ingest", time.perf_counter() - t)
+
+                t = time.perf_counter()
+                before = _vector_count(log, embedder)
+                search.meeting_index(meeting.meeting_id)
+                for other in variants.values():
+                    other.meeting_index(meeting.meeting_id)
+                spent = time.perf_counter() - t
+                new_vectors = _vector_count(log, embedder) - before
+                embedded += new_vectors
+                if new_vectors:
+                    embed_seconds += spent
+                clock.add("index", spent)
+
+                t = time.perf_counter()
+                n_indexable = len(segments)
+                indexable = [s.seq for s in segments]
+                for q in by_meeting.get(meeting.meeting_id, []):
+                    baseline.append(sum(1 for i in indexable if q.relevant(i)) / max(1, n_indexable))
+                    _score_query(q, k, meeting.meeting_id, search, variants, answerer, embedder, turn_of, scores)
+                clock.add("queries", time.perf_counter() - t)
+
+                turns_done += len(meeting.turns)
+                elapsed = clock.elapsed()
+                eta = elapsed / turns_done * (total_turns - turns_done)
+                rate = f", {new_vectors / spent:.1f} turns/s embedded" if new_vectors and spent > 0 else ""
+                _say(verbose, f"[{number}/{len(meetings)}] {meeting.meeting_id}: {len(segments)} segments "
+                              f"indexed in {spent:.1f}s{rate}; {len(by_meeting.get(meeting.meeting_id, []))} "
+                              f"queries; elapsed {_hms(elapsed)}, ETA {_hms(eta)}")
+        finally:
+            log.close()
+
+    result = {
+        "benchmark": "qmsum",
+        "split": args.split,
+        "k": k,
+        "meetings": len(meetings),
+        "queries": len(queries),
+        "queries_by_domain": {d: sum(1 for q in queries if q.domain == d) for d in domains},
+        "turns": total_turns,
+        "segments_stored": stored_turns,
+        "turns_left_out_markers_only": skipped_turns,
+        "markers_removed": not args.keep_markers,
+        "default_configuration": _default_configuration(ctx, embedder_name if embedder else "none"),
+        "search_options_used": _options_public(base),
+        "fusion_variants": {name: _options_public(o) for name, o in variant_options.items()},
+        "random_baseline": {f"p@{k}": _mean(baseline)},
+        "methods": {name: scores[name].summary(k, domains) for name in methods},
+        "ratios": _ratios(scores, k, domains),
+        "embedding": {"segments": embedded, "seconds": round(embed_seconds, 1),
+                      "segments_per_s": round(embedded / embed_seconds, 1) if embed_seconds else None},
+        "wall_time": clock.report(),
+        "code": _code_report(code_at_start),
+    }
+    sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
+    return 0
+
+
+def _vector_count(log: TranscriptLog, embedder: Embedder | None) -> int:
+    """Rows of the vector cache (all models and variants): the difference over a meeting = vectors computed."""
+    if embedder is None:
+        return 0
+    return int(log.db.execute("SELECT COUNT(*) FROM segment_vectors").fetchone()[0])
+
+
+def _score_query(q: QMSumQuery, k: int, meeting_id: str, search: TranscriptSearch,
+                 variants: dict[str, TranscriptSearch], answerer: Any, embedder: Embedder | None,
+                 turn_of: dict[str, int], scores: dict[str, MethodScores]) -> None:
+    qv = None
+    t = time.perf_counter()
+    if embedder is not None:
+        qv = embedder.encode_query(q.query)
+    encode_s = time.perf_counter() - t
+
+    def run(name: str, fn: Callable[[], list[int | None]], extra: float = 0.0) -> None:
+        t0 = time.perf_counter()
+        turns = fn()
+        scores[name].seconds += time.perf_counter() - t0 + extra
+        scores[name].add(turns, q, k)
+
+    def hits(s: TranscriptSearch, mode: str) -> list[int | None]:
+        return [h.segment.seq for h in s.search(meeting_id, q.query, k=k, mode=mode, query_vector=qv)]
+
+    run("bm25", lambda: hits(search, "bm25"))
+    if embedder is not None:
+        run("dense", lambda: hits(search, "dense"), encode_s)
+        run("hybrid_default", lambda: hits(search, "hybrid"), encode_s)
+        for name, s in variants.items():
+            run(name, lambda s=s: hits(s, "hybrid"), encode_s)
+
+    def asked() -> list[int | None]:
+        answer = answerer.ask(meeting_id, q.query)
+        return [turn_of.get(c.segment_id) for c in answer.citations]
+
+    run("ask", asked)
+
+

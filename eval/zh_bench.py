@@ -1,0 +1,216 @@
+"""`meetmem bench zh`: `ask` and search on the project's Chinese meeting (`eval/data`), by embedder and
+question language. See `meetmem.eval.retrieval` for the scoring."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .retrieval import (
+    BenchDataError,
+    RunClock,
+    _base_options,
+    _code_fingerprint,
+    _code_report,
+    _default_configuration,
+    _fusion_variants,
+    _hms,
+    _load_embedder,
+    _mean,
+    _options_public,
+    _parse_weights,
+    _say,
+)
+
+if TYPE_CHECKING:
+    from meetmem.store.index.search import TranscriptSearch
+
+    from meetmem.cli.context import CommandContext
+
+#: QMSum's `domain` field -> the short name used in the report.
+
+# -- the Chinese meeting ----------------------------------------------------------------------------------------
+@dataclass
+class ZhQuestion:
+    number: int
+    question: str
+    expected: str
+    answer_lines: list[int]
+    lang: str
+
+
+def load_zh(data: Path) -> tuple[Path, list[ZhQuestion]]:
+    meeting_file = data / "zh_meeting.jsonl"
+    questions_file = data / "zh_questions.jsonl"
+    missing = [p.name for p in (meeting_file, questions_file) if not p.is_file()]
+    if missing:
+        raise BenchDataError(f"{data} lacks {' and '.join(missing)}")
+    questions: list[ZhQuestion] = []
+    for number, line in enumerate(questions_file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            lines = [int(x) for x in obj["answer_lines"]]
+            q = ZhQuestion(number, str(obj["question"]), str(obj["expected"]), lines, str(obj.get("lang") or "zh"))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise BenchDataError(f"{questions_file}:{number}: not a question line ({exc})") from exc
+        if not q.question.strip() or not lines:
+            raise BenchDataError(f"{questions_file}:{number}: empty question or no answer_lines")
+        questions.append(q)
+    if not questions:
+        raise BenchDataError(f"{questions_file}: no questions")
+    return meeting_file, questions
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text).casefold())
+
+
+@dataclass
+class ZhScores:
+    """Per-question 0/1 scores of one configuration, with each question's language."""
+
+    values: dict[str, list[float]] = field(default_factory=dict)
+    langs: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def add(self, lang: str, **metrics: float) -> None:
+        self.langs.append(lang)
+        for name, value in metrics.items():
+            self.values.setdefault(name, []).append(value)
+
+    def summary(self, langs: Sequence[str]) -> dict[str, Any]:
+        def block(keep: Callable[[str], bool]) -> dict[str, Any]:
+            idx = [i for i, x in enumerate(self.langs) if keep(x)]
+            out: dict[str, Any] = {"n": len(idx)}
+            for name, vals in self.values.items():
+                out[name] = _mean([vals[i] for i in idx])
+            return out
+
+        out = block(lambda x: True)
+        out["ms_per_question"] = round(1000 * self.seconds / max(1, len(self.langs)), 1)
+        out["by_lang"] = {lang: block(lambda x, lang=lang: x == lang) for lang in langs}
+        return out
+
+
+def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.cloud.answer import Answerer
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.interchange import read_jsonl
+    from meetmem.store.log import TranscriptLog
+
+    verbose = not ctx.quiet
+    clock = RunClock()
+    code_at_start = _code_fingerprint()
+    data = Path(args.data) if args.data else Path(__file__).resolve().parent / "data"
+    meeting_file, questions = load_zh(data)
+    embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
+    weights = _parse_weights(args.convex_weights)
+    base = _base_options(args.search_option)
+    langs = sorted({q.lang for q in questions}, key=lambda x: (x != "zh", x))
+    device_id, segments = read_jsonl(meeting_file)
+    meeting_id = meeting_file.stem
+    lines = {s.seq for s in segments}
+    bad = [q.number for q in questions if not set(q.answer_lines) <= lines]
+    if bad:
+        raise BenchDataError(f"questions {bad[:10]} name answer lines that are not segments of {meeting_file.name}")
+    _say(verbose, f"{meeting_file.name}: {len(segments)} segments; {len(questions)} questions "
+                  f"({', '.join(f'{lang} {sum(q.lang == lang for q in questions)}' for lang in langs)})")
+
+    configs: dict[str, Any] = {}
+    failures: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="meetmem-bench-zh-") as tmp:
+        log = TranscriptLog(Path(tmp) / "zh.db")
+        try:
+            result = log.append(meeting_id, device_id, segments)
+            line_of = {s.segment_id: s.seq for s in result.added}
+            for name in embedders:
+                t_config = time.perf_counter()
+                t = time.perf_counter()
+                embedder = _load_embedder(name, ctx, verbose)
+                load_s = time.perf_counter() - t
+                label = name if embedder is not None else "bm25_only"
+                search = TranscriptSearch(log, embedder, options=base)
+                t = time.perf_counter()
+                search.meeting_index(meeting_id)
+                index_s = time.perf_counter() - t
+                answerer = Answerer(search)
+                ask_scores = ZhScores()
+                # name -> (the search that runs it, its mode)
+                runs: dict[str, tuple[TranscriptSearch, str]] = {"bm25": (search, "bm25")}
+                if embedder is not None:
+                    runs["dense"] = (search, "dense")
+                    runs["hybrid_default"] = (search, "hybrid")
+                    for variant, options in _fusion_variants(base, weights).items():
+                        runs[variant] = (TranscriptSearch(log, embedder, options=options), "hybrid")
+                search_scores = {name: ZhScores() for name in runs}
+                misses: list[dict[str, Any]] = []
+                for q in questions:
+                    gold = set(q.answer_lines)
+                    t = time.perf_counter()
+                    answer = answerer.ask(meeting_id, q.question)
+                    ask_scores.seconds += time.perf_counter() - t
+                    cited = [line_of.get(c.segment_id) for c in answer.citations]
+                    r1 = 1.0 if cited[:1] and cited[0] in gold else 0.0
+                    r5 = 1.0 if gold & set(cited[:5]) else 0.0
+                    exact = 1.0 if q.expected in answer.answer else 0.0
+                    exact_norm = 1.0 if _normalise(q.expected) in _normalise(answer.answer) else 0.0
+                    ask_scores.add(q.lang, **{"recall@1": r1, "recall@5": r5, "exact": exact,
+                                              "exact_norm": exact_norm})
+                    if not (r5 and exact_norm):
+                        misses.append({"q": q.number, "lang": q.lang, "question": q.question,
+                                       "expected": q.expected, "answer_lines": q.answer_lines,
+                                       "cited_lines": cited[:5], "answer": answer.answer})
+                    qv = embedder.encode_query(q.question) if embedder is not None else None
+                    for mode_name, s in search_scores.items():
+                        target, mode = runs[mode_name]
+                        t = time.perf_counter()
+                        hits = target.search(meeting_id, q.question, k=5, mode=mode, query_vector=qv)
+                        s.seconds += time.perf_counter() - t
+                        got = [h.segment.seq for h in hits]
+                        s.add(q.lang, **{"recall@1": 1.0 if got[:1] and got[0] in gold else 0.0,
+                                         "recall@5": 1.0 if gold & set(got) else 0.0})
+                configs[label] = {
+                    "ask": ask_scores.summary(langs),
+                    "search": {m: s.summary(langs) for m, s in search_scores.items()},
+                    "model_load_s": round(load_s, 2),
+                    "index_s": round(index_s, 2),
+                    "wall_s": round(time.perf_counter() - t_config, 2),
+                }
+                failures[label] = misses
+                summary = configs[label]["ask"]
+                _say(verbose, f"{label}: ask recall@5 {summary['recall@5']}, recall@1 {summary['recall@1']}, "
+                              f"exact {summary['exact']} ({_hms(time.perf_counter() - t_config)})")
+                clock.add(f"config_{label}", time.perf_counter() - t_config)
+        finally:
+            log.close()
+
+    out = {
+        "benchmark": "zh",
+        "meeting": meeting_file.name,
+        "segments": len(segments),
+        "questions": len(questions),
+        "questions_by_lang": {lang: sum(q.lang == lang for q in questions) for lang in langs},
+        "default_configuration": _default_configuration(ctx, "per configuration (see configs)"),
+        "search_options_used": _options_public(base),
+        "fusion_variants": {name: _options_public(o) for name, o in _fusion_variants(base, weights).items()},
+        "configs": configs,
+        "wall_time": clock.report(),
+        "code": _code_report(code_at_start),
+    }
+    if args.show_misses:
+        out["misses"] = failures
+    sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
+    return 0
+
+
