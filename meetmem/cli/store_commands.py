@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from meetmem.store.errors import InvalidSegment, StoreError
+from meetmem.store.errors import InvalidSegment
 
 from .context import CommandContext
 from .progress import StderrProgress, note
@@ -185,6 +185,3 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p = sub.add_parser("reindex", parents=[common], help="rebuild every derived index from the log",
                        description="Drop every derived index (vectors included) and rebuild it from the log.")
     p.set_defaults(func=cmd_reindex)
-
-
-__all__ = ["add_store_commands", "emit_json", "StoreError"]

@@ -12,7 +12,6 @@ import logging
 import re
 import threading
 from array import array
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -86,9 +85,6 @@ class SearchOptions:
 
     Args:
         pool: how many candidates each ranking contributes to the fusion.
-        dense_context: how many preceding segments of the meeting are embedded with a segment, so a short
-            turn ("Yes, the second one.") carries what it answers. Only preceding ones: a segment's vector
-            is fixed when it is appended, and a rebuild computes the same.
         fusion: `rrf` (reciprocal rank fusion) or `convex` (a weighted sum of each ranking's scores, each
             scaled to [0, 1] over its pool: BM25 by its best score, dense cosines by min-max).
         rrf_k: the reciprocal rank fusion constant.
@@ -96,7 +92,6 @@ class SearchOptions:
     """
 
     pool: int = 50
-    dense_context: int = 0
     # Convex 0.3/0.7 beat RRF on QMSum (hit@1 and P@5) and on the Chinese set: docs/BENCHMARKS.md.
     fusion: Literal["rrf", "convex"] = "convex"
     rrf_k: int = RRF_K
@@ -133,7 +128,6 @@ class MeetingIndex:
     bm25: BM25Index
     dense: dict[str, DenseIndex] = field(default_factory=dict)
     models: list[str | None] = field(default_factory=list)
-    recent_texts: deque[str] = field(default_factory=lambda: deque(maxlen=8))
     segment_ids: list[str] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
     starts: array = field(default_factory=lambda: array("d"))
@@ -191,20 +185,14 @@ class TranscriptSearch:
                 "PRIMARY KEY (segment_id, model))"
             )
 
-    def _vector_key(self, embedder: Embedder) -> str:
-        context = self.options.dense_context
-        return f"{embedder.name}+ctx{context}" if context else embedder.name
-
     def _vectors_for(
         self,
         embedder: Embedder,
         segments: Sequence[Segment],
         progress: Progress | None = None,
-        texts: Sequence[str] | None = None,
     ) -> np.ndarray:
-        name, dim = self._vector_key(embedder), embedder.dim
+        name, dim = embedder.name, embedder.dim
         ids = [s.segment_id for s in segments]
-        texts_by_id = dict(zip(ids, texts or [s.text for s in segments], strict=True))
         row_of = {sid: i for i, sid in enumerate(ids)}
         # One preallocated array, not a dict of rows and a stack: at 100k segments that is 150 MB less.
         out = np.empty((len(ids), dim), dtype=np.float32)
@@ -225,7 +213,7 @@ class TranscriptSearch:
             batch = 256
             for i in range(0, len(missing), batch):
                 part = missing[i : i + batch]
-                vecs = np.asarray(embedder.encode([texts_by_id[s.segment_id] for s in part]), dtype=np.float32)
+                vecs = np.asarray(embedder.encode([s.text for s in part]), dtype=np.float32)
                 with self.log.transaction():
                     self.log.db.conn.executemany(
                         "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) VALUES (?, ?, ?)",
@@ -263,10 +251,8 @@ class TranscriptSearch:
             for doc, seg in enumerate(segments, start=first_doc):
                 groups.setdefault(self.routes.for_segment(seg.text, seg.lang).name, []).append((doc, seg))
         models = self.routes.by_name() if self.routes is not None else {}
-        embedded = self._embedded_texts(index, segments)
         vectors = {
-            name: self._vectors_for(models[name], [seg for _, seg in members], progress,
-                                    [embedded[doc - first_doc] for doc, _ in members])
+            name: self._vectors_for(models[name], [seg for _, seg in members], progress)
             for name, members in groups.items()
         }
         doc_model = {doc: name for name, members in groups.items() for doc, _ in members}
@@ -279,7 +265,6 @@ class TranscriptSearch:
             index.ends.append(seg.end)
             index.speakers.append(seg.speaker)
             index.models.append(doc_model.get(doc))
-            index.recent_texts.append(seg.text)
             if seg.supersedes is not None:
                 index.superseded.add(seg.supersedes)
                 old = index.positions.get(seg.supersedes)
@@ -290,23 +275,6 @@ class TranscriptSearch:
             if name not in index.dense:
                 index.dense[name] = DenseIndex(models[name].dim)
             index.dense[name].add(vectors[name], [doc for doc, _ in members])
-
-    def _embedded_texts(self, index: MeetingIndex, segments: Sequence[Segment]) -> list[str]:
-        """What is embedded for each new segment: its text, after `dense_context` preceding segments."""
-        context = self.options.dense_context
-        if not context:
-            return [s.text for s in segments]
-        history = list(index.recent_texts)
-        out = []
-        for seg in segments:
-            before = " ".join(history[-context:])
-            # Keep the segment itself whole: the model truncates from the end, so cap the context.
-            words = before.split()
-            if len(words) > 60:
-                before = " ".join(words[-60:])
-            out.append(f"{before} {seg.text}".strip() if before else seg.text)
-            history.append(seg.text)
-        return out
 
     def rebuild(self, *, progress: Progress | None = None) -> int:
         """Forget every derived index and vector and rebuild them from the log; returns segments indexed."""
