@@ -34,12 +34,11 @@ from .retrieval import (
 )
 
 if TYPE_CHECKING:
+    from meetmem.cli.context import CommandContext
     from meetmem.store.index.embedders import Embedder
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.log import TranscriptLog
     from meetmem.store.records import SegmentInput
-
-    from meetmem.cli.context import CommandContext
 
 #: QMSum's `domain` field -> the short name used in the report.
 

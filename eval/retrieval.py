@@ -44,10 +44,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from meetmem.cli.context import CommandContext
     from meetmem.store.index.embedders import Embedder
     from meetmem.store.index.search import SearchOptions
-
-    from meetmem.cli.context import CommandContext
 
 #: QMSum's `domain` field -> the short name used in the report.
 DEFAULT_CONVEX_WEIGHTS = "0.5,0.7"

@@ -32,9 +32,8 @@ from .retrieval import (
 )
 
 if TYPE_CHECKING:
-    from meetmem.store.index.search import TranscriptSearch
-
     from meetmem.cli.context import CommandContext
+    from meetmem.store.index.search import TranscriptSearch
 
 #: QMSum's `domain` field -> the short name used in the report.
 

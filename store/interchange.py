@@ -42,6 +42,17 @@ def _optional_str(obj: dict[str, Any], name: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidSegment(f"{name!r} must be a string or null, got {type(value).__name__}")
+    return _storable(name, value)
+
+
+def _storable(name: str, value: str) -> str:
+    """JSON's `\\ud800` escapes decode to lone surrogates, which no UTF-8 database can hold."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidSegment(f"{name!r} contains a lone surrogate; text must be valid Unicode") from None
+    if "\x00" in value:
+        raise InvalidSegment(f"{name!r} contains a NUL character")
     return value
 
 
@@ -73,6 +84,7 @@ def validate_segment(obj: Any, seq: int) -> SegmentInput:
         raise InvalidSegment(f"'text' must be a string, got {type(text).__name__}")
     if not text.strip():
         raise InvalidSegment("'text' is empty")
+    _storable("text", text)
     if len(text) > MAX_TEXT_CHARS:
         raise InvalidSegment(f"'text' is {len(text)} characters; one segment holds at most {MAX_TEXT_CHARS}")
     speaker = _optional_str(obj, "speaker")

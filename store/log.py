@@ -27,6 +27,7 @@ from .records import (
     GENESIS_HASH,
     AppendResult,
     ChainReport,
+    Closure,
     Segment,
     SegmentInput,
     chain_hash,
@@ -58,6 +59,10 @@ _SCHEMA_TRIGGERS = [
        BEGIN SELECT RAISE(IGNORE); END""",
     """CREATE TRIGGER IF NOT EXISTS meetings_refuse_delete BEFORE DELETE ON meetings
        BEGIN SELECT RAISE(ABORT, 'meetings are never deleted from the log'); END""",
+    """CREATE TRIGGER IF NOT EXISTS closures_refuse_update BEFORE UPDATE ON meeting_closures
+       BEGIN SELECT RAISE(ABORT, 'meeting closures are append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS closures_refuse_delete BEFORE DELETE ON meeting_closures
+       BEGIN SELECT RAISE(ABORT, 'meeting closures are append-only: DELETE refused'); END""",
 ]
 
 
@@ -89,6 +94,12 @@ class TranscriptLog:
         self._conn = conn
         self.db = sqlite_utils.Database(conn)
         self._write_lock = threading.RLock()
+        # Readers on other threads get their own connection: on the writer's connection they would see a
+        # batch that is still inside its transaction (and might yet be rolled back).
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._writer_thread: int | None = None
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -138,6 +149,14 @@ class TranscriptLog:
                 segments.create_index(["tenant", "meeting_id", "device_id", "seq"], unique=True)
                 segments.create_index(["tenant", "meeting_id", "chain_pos"], unique=True)
                 segments.create_index(["tenant", "meeting_id", "start", "device_id", "seq"])
+            if "meeting_closures" not in self.db.table_names():
+                # A meeting's end is an event in time like its segments: appended, never rewritten. Segments
+                # that arrive later (a device catching up after being offline) reopen it.
+                self.db["meeting_closures"].create(
+                    {"tenant": str, "meeting_id": str, "closed_at": str, "reason": str, "through_pos": int},
+                    not_null={"tenant", "meeting_id", "closed_at", "reason", "through_pos"},
+                )
+                self.db["meeting_closures"].create_index(["tenant", "meeting_id", "through_pos"])
             for statement in _SCHEMA_TRIGGERS:
                 self._conn.execute(statement)
 
@@ -145,7 +164,9 @@ class TranscriptLog:
     def transaction(self) -> Iterator[None]:
         """A write transaction taken up front (`BEGIN IMMEDIATE`): all or nothing."""
         with self._write_lock:
+            outer = self._writer_thread
             self._conn.execute("BEGIN IMMEDIATE")
+            self._writer_thread = threading.get_ident()
             try:
                 yield
             except BaseException:
@@ -153,8 +174,37 @@ class TranscriptLog:
                 raise
             else:
                 self._conn.execute("COMMIT")
+            finally:
+                self._writer_thread = outer
+
+    def _reader(self) -> sqlite3.Connection:
+        """The connection this thread reads with: the writer's inside its own transaction, else its own."""
+        if self._writer_thread == threading.get_ident():
+            return self._conn
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+            conn.execute("PRAGMA query_only=ON")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a read-only query on this thread's reader connection (committed data only)."""
+        try:
+            return self._reader().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading {self.path} failed: {exc}") from exc
 
     def close(self) -> None:
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+        for conn in readers:
+            conn.close()
         self._conn.close()
 
     def __enter__(self) -> TranscriptLog:
@@ -315,10 +365,8 @@ class TranscriptLog:
 
     # -- reads ------------------------------------------------------------------------------------------
     def has_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
-        row = self._conn.execute(
-            "SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id)
-        ).fetchone()
-        return row is not None
+        rows = self.read("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id))
+        return bool(rows)
 
     def require_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
         if not self.has_meeting(meeting_id, tenant=tenant):
@@ -327,9 +375,9 @@ class TranscriptLog:
     def meetings(self, *, tenant: str | None = None) -> list[tuple[str, str]]:
         """`(tenant, meeting_id)` of every meeting, oldest first; all tenants when `tenant` is None."""
         if tenant is None:
-            rows = self._conn.execute("SELECT tenant, meeting_id FROM meetings ORDER BY created_at, rowid")
+            rows = self.read("SELECT tenant, meeting_id FROM meetings ORDER BY created_at, rowid")
         else:
-            rows = self._conn.execute(
+            rows = self.read(
                 "SELECT tenant, meeting_id FROM meetings WHERE tenant = ? ORDER BY created_at, rowid", (tenant,)
             )
         return [(r[0], r[1]) for r in rows]
@@ -367,7 +415,7 @@ class TranscriptLog:
             )
             args.extend([tenant, meeting_id])
         sql = f"SELECT {_SELECT} FROM segments WHERE {' AND '.join(where)} ORDER BY start, device_id, seq"
-        return [_row_to_segment(r) for r in self._conn.execute(sql, args)]
+        return [_row_to_segment(r) for r in self.read(sql, args)]
 
     def get(self, segment_ids: Iterable[str]) -> dict[str, Segment]:
         """Segments by id (any meeting, any tenant: callers check ownership)."""
@@ -376,30 +424,93 @@ class TranscriptLog:
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            for row in self._conn.execute(f"SELECT {_SELECT} FROM segments WHERE segment_id IN ({marks})", chunk):
+            for row in self.read(f"SELECT {_SELECT} FROM segments WHERE segment_id IN ({marks})", chunk):
                 seg = _row_to_segment(row)
                 found[seg.segment_id] = seg
         return found
 
     def superseded_ids(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> set[str]:
-        rows = self._conn.execute(
+        rows = self.read(
             "SELECT supersedes FROM segments WHERE tenant = ? AND meeting_id = ? AND supersedes IS NOT NULL",
             (tenant, meeting_id),
         )
         return {r[0] for r in rows}
 
-    def chain(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, after_pos: int = -1) -> Iterator[Segment]:
-        """A meeting's rows in arrival (chain) order, from `after_pos + 1` on."""
-        rows = self._conn.execute(
-            f"SELECT {_SELECT} FROM segments WHERE tenant = ? AND meeting_id = ? AND chain_pos > ? "
-            "ORDER BY chain_pos",
-            (tenant, meeting_id, after_pos),
-        )
-        for row in rows:
+    def chain(
+        self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, after_pos: int = -1, limit: int | None = None
+    ) -> Iterator[Segment]:
+        """A meeting's rows in arrival (chain) order, from `after_pos + 1` on (at most `limit` of them)."""
+        sql = (f"SELECT {_SELECT} FROM segments WHERE tenant = ? AND meeting_id = ? AND chain_pos > ? "
+               "ORDER BY chain_pos")
+        args: list[Any] = [tenant, meeting_id, after_pos]
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        for row in self._reader().execute(sql, args):
             yield _row_to_segment(row)
 
+    def last_chain_pos(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
+        """The chain position of the meeting's newest row (-1 when it has none)."""
+        rows = self.read("SELECT MAX(chain_pos) FROM segments WHERE tenant = ? AND meeting_id = ?",
+                         (tenant, meeting_id))
+        return -1 if not rows or rows[0][0] is None else int(rows[0][0])
+
+    def meeting_stats(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, float]:
+        """How many current (uncorrected) segments a meeting holds, and where its last one ends (seconds)."""
+        self.require_meeting(meeting_id, tenant=tenant)
+        rows = self.read(
+            'SELECT COUNT(*), COALESCE(MAX("end"), 0) FROM segments WHERE tenant = ? AND meeting_id = ? '
+            "AND segment_id NOT IN (SELECT supersedes FROM segments WHERE tenant = ? AND meeting_id = ? "
+            "AND supersedes IS NOT NULL)",
+            (tenant, meeting_id, tenant, meeting_id),
+        )
+        return int(rows[0][0]), float(rows[0][1])
+
     def count(self) -> int:
-        return self._conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0]
+        return self.read("SELECT COUNT(*) FROM segments")[0][0]
+
+    # -- meeting life -----------------------------------------------------------------------------------
+    def close_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "closed") -> Closure:
+        """Record that a meeting ended (explicitly or after a silence); closing a closed meeting is a no-op.
+
+        Raises:
+            MeetingNotFound: the tenant has no such meeting.
+        """
+        with self.transaction():
+            self.require_meeting(meeting_id, tenant=tenant)
+            current = self.closure(meeting_id, tenant=tenant)
+            if current is not None:
+                return current
+            through = self.last_chain_pos(meeting_id, tenant=tenant)
+            closed_at = _now()
+            self._conn.execute(
+                "INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (tenant, meeting_id, closed_at, reason, through),
+            )
+            return Closure(meeting_id, closed_at, reason, through)
+
+    def closure(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Closure | None:
+        """The closure in force: the latest one, if no segment arrived after it; else None (open)."""
+        rows = self.read(
+            "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = ? AND meeting_id = ? "
+            "ORDER BY through_pos DESC, rowid DESC LIMIT 1",
+            (tenant, meeting_id),
+        )
+        if not rows:
+            return None
+        closed_at, reason, through = rows[0]
+        if through < self.last_chain_pos(meeting_id, tenant=tenant):
+            return None
+        return Closure(meeting_id, closed_at, reason, through)
+
+    def open_meetings(self) -> list[tuple[str, str, str]]:
+        """`(tenant, meeting_id, received_at of its newest row)` of every meeting not closed."""
+        rows = self.read(
+            "SELECT m.tenant, m.meeting_id, (SELECT received_at FROM segments s WHERE s.tenant = m.tenant "
+            "AND s.meeting_id = m.meeting_id ORDER BY chain_pos DESC LIMIT 1) FROM meetings m"
+        )
+        return [(t, m, r or "") for t, m, r in rows if self.closure(m, tenant=t) is None]
 
     # -- integrity --------------------------------------------------------------------------------------
     def verify(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> ChainReport:

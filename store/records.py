@@ -81,6 +81,19 @@ class AppendResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Closure:
+    """A meeting's recorded end: when, why (`closed` by a client or `silence`), and its last row then."""
+
+    meeting_id: str
+    closed_at: str
+    reason: str
+    through_pos: int
+
+    def public(self) -> dict[str, Any]:
+        return {"closed_at": self.closed_at, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class ChainReport:
     """The outcome of recomputing a meeting's hash chain."""
 

@@ -22,6 +22,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
+
 from meetmem.store.interchange import read_jsonl  # noqa: E402
 from meetmem.store.log import TranscriptLog  # noqa: E402
 from meetmem.store.records import SegmentInput  # noqa: E402

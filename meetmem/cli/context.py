@@ -46,18 +46,11 @@ class CommandContext:
         return self._search
 
     def _embedder_routes(self) -> EmbedderRoutes | None:
-        from meetmem.store.index.embedders import LazyEmbedder
-        from meetmem.store.index.search import EmbedderRoutes
+        from meetmem.store.index.search import embedder_routes
 
-        settings = self.settings
-        if settings.embedder == "none":
-            return None
         announce = None if self.quiet else (lambda name: note(f"loading the {name} embedding model ..."))
-        default = LazyEmbedder(settings.embedder, threads=settings.threads, on_load=announce)
-        by_lang = {}
-        if settings.embedder_zh not in ("none", settings.embedder):
-            by_lang["zh"] = LazyEmbedder(settings.embedder_zh, threads=settings.threads, on_load=announce)
-        return EmbedderRoutes(default, by_lang)
+        settings = self.settings
+        return embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads, on_load=announce)
 
     @property
     def answerer(self) -> Answerer:

@@ -123,6 +123,10 @@ def _check_texts(texts: Sequence[str], batch_size: int) -> list[str]:
     return items
 
 
+_SERIAL_LOCKS_GUARD = threading.Lock()
+_thread_settings = threading.local()
+
+
 class _BaseEmbedder:
     """Shared batching, validation and normalisation; subclasses provide the two raw model calls."""
 
@@ -137,23 +141,40 @@ class _BaseEmbedder:
         """Embed one query; the result may be a (dim,) or (1, dim) array-like."""
         return self._embed_passages([text])
 
+    def _serial(self) -> threading.Lock:
+        """The lock one model call holds: a Hugging Face fast tokenizer raises "Already borrowed" when two
+        threads use it at once, and on a small machine two concurrent passes only contend for the cores."""
+        lock = self.__dict__.get("_serial_lock")
+        if lock is None:
+            with _SERIAL_LOCKS_GUARD:
+                lock = self.__dict__.setdefault("_serial_lock", threading.Lock())
+        return lock
+
+    def _prepare_thread(self) -> None:
+        """Apply per-thread runtime settings before a model call (see MiniLMEmbedder)."""
+
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """Embed documents in batches of `batch_size` (bounds peak memory); float32 (n, dim), unit rows."""
         items = _check_texts(texts, batch_size)
         np = _numpy()
         if not items:
             return np.empty((0, self.dim), dtype=np.float32)
-        parts = [
-            _unit_rows(self._embed_passages(items[i : i + batch_size]), self.dim)
-            for i in range(0, len(items), batch_size)
-        ]
+        parts = []
+        for i in range(0, len(items), batch_size):
+            with self._serial():
+                self._prepare_thread()
+                raw = self._embed_passages(items[i : i + batch_size])
+            parts.append(_unit_rows(raw, self.dim))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def encode_query(self, text: str) -> np.ndarray:
         """Embed one query; float32 (dim,), unit norm."""
         if not isinstance(text, str):
             raise TypeError(f"encode_query() takes a str, not {type(text).__name__}")
-        return _unit_rows(_numpy().reshape(self._embed_query(text), (1, -1)), self.dim)[0]
+        with self._serial():
+            self._prepare_thread()
+            raw = self._embed_query(text)
+        return _unit_rows(_numpy().reshape(raw, (1, -1)), self.dim)[0]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
@@ -167,8 +188,9 @@ class MiniLMEmbedder(_BaseEmbedder):
     repository id; ``local_files_only=True`` is passed as a second guard.
 
     Args:
-        threads: if given, calls ``torch.set_num_threads(threads)``. That setting is process-global (it
-            also changes every other torch model in the process), which is why it is never done by default.
+        threads: if given, calls ``torch.set_num_threads(threads)`` on every thread that runs the model
+            (OpenMP keeps the count per OS thread). It also changes every other torch model run on those
+            threads, which is why it is never done by default.
     """
 
     name = "minilm"
@@ -194,6 +216,8 @@ class MiniLMEmbedder(_BaseEmbedder):
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
             torch.set_num_threads(threads)
+            _thread_settings.torch_threads = threads
+        self._threads = threads
         try:
             with _quiet_transformers_progress():
                 self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
@@ -214,7 +238,19 @@ class MiniLMEmbedder(_BaseEmbedder):
         items = _check_texts(texts, batch_size)
         if not items:
             return _numpy().empty((0, self.dim), dtype=np.float32)
-        return _unit_rows(self._embed_passages(items), self.dim)
+        with self._serial():
+            self._prepare_thread()
+            raw = self._embed_passages(items)
+        return _unit_rows(raw, self.dim)
+
+    def _prepare_thread(self) -> None:
+        # OpenMP's thread count is per OS thread: a request or indexing thread would otherwise run the model
+        # on every core and spin-wait against the others (docs/BENCHMARKS.md, "Threads").
+        if self._threads is not None and getattr(_thread_settings, "torch_threads", None) != self._threads:
+            import torch
+
+            torch.set_num_threads(self._threads)
+            _thread_settings.torch_threads = self._threads
 
     def _embed_passages(self, texts: list[str]) -> Any:
         return self._model.encode(

@@ -70,6 +70,24 @@ class EmbedderRoutes:
         return models
 
 
+def embedder_routes(
+    default: str,
+    zh: str = "none",
+    *,
+    threads: int | None = None,
+    on_load: Callable[[str], None] | None = None,
+) -> EmbedderRoutes | None:
+    """Routes of lazily loaded models by name (`none` for BM25 alone, or for no separate Chinese model)."""
+    from .embedders import LazyEmbedder
+
+    if default == "none":
+        return None
+    by_lang: dict[str, Embedder] = {}
+    if zh not in ("none", default):
+        by_lang["zh"] = LazyEmbedder(zh, threads=threads, on_load=on_load)
+    return EmbedderRoutes(LazyEmbedder(default, threads=threads, on_load=on_load), by_lang)
+
+
 @dataclass(frozen=True, slots=True)
 class SearchFilters:
     """Restrict a search to a time range (overlap, seconds) and/or one speaker."""
@@ -200,7 +218,7 @@ class TranscriptSearch:
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self.log.db.execute(
+            rows = self.log.read(
                 f"SELECT segment_id, vector FROM segment_vectors WHERE model = ? AND segment_id IN ({marks})",
                 [name, *chunk],
             )

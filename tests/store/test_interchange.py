@@ -6,6 +6,7 @@ import hashlib
 import json
 
 import pytest
+
 from meetmem.store.errors import InvalidSegment
 from meetmem.store.interchange import file_device_id, parse_jsonl, validate_segment
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from meetmem.store.errors import InvalidSegment, MeetingNotFound, SequenceError, StoreError
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput, segment_id_for

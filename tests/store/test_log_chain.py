@@ -7,6 +7,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import GENESIS_HASH
 

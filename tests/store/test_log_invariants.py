@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
 

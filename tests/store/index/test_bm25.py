@@ -6,9 +6,10 @@ import random
 
 import numpy as np
 import pytest
+from rank_bm25 import BM25Okapi
+
 from meetmem.store.index.bm25 import BM25Index
 from meetmem.store.index.tokenize import MeetingTokenizer
-from rank_bm25 import BM25Okapi
 
 
 def _engine(corpus: list[list[str]], **params: float) -> BM25Index:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from meetmem.store.errors import MeetingNotFound
 from meetmem.store.index.errors import SearchError
 from meetmem.store.index.search import SearchFilters, TranscriptSearch
