@@ -33,3 +33,13 @@ class Settings(BaseSettings):
     # One thread by default: on a small machine a second OpenMP thread spin-waits for a descheduled peer,
     # and a MiniLM query went from ~15 ms to 50-300 ms (docs/BENCHMARKS.md). Raise it for bulk re-embedding.
     threads: int | None = Field(default=1, description="CPU threads for the models (None: the library's default)")
+
+    # -- the cloud service (`meetmem serve`) ---------------------------------------------------------------
+    host: str = Field(default="127.0.0.1", description="the address `meetmem serve` listens on")
+    port: int = Field(default=8000, ge=0, le=65535, description="the port `meetmem serve` listens on")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="the largest request body accepted")
+    max_batch: int = Field(default=1000, ge=1, description="the most segments one POST may carry")
+    close_after_silence: float = Field(
+        default=1800.0, ge=0, description="seconds without a new segment before a live meeting closes (0: never)"
+    )
+    sse_keepalive: float = Field(default=15.0, gt=0, description="seconds between keep-alive comments on a stream")

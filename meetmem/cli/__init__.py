@@ -27,10 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     from .bench_commands import add_bench_commands
+    from .cloud_commands import add_cloud_commands
     from .demo import add_demo_command
     from .store_commands import add_store_commands
 
     add_store_commands(sub, common)
+    add_cloud_commands(sub, common)
     add_bench_commands(sub, common)
     add_demo_command(sub, common)
     return parser
@@ -48,7 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .context import CommandContext
 
-    overrides = {k: v for k, v in {"db": args.db, "tenant": args.tenant, "embedder": args.embedder}.items() if v}
+    overrides = {k: v for k, v in {"db": args.db, "tenant": getattr(args, "tenant", None),
+                                          "embedder": args.embedder}.items() if v}
     settings = Settings(**overrides)
     ctx = CommandContext(settings, quiet=args.quiet)
     try:

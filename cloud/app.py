@@ -1,0 +1,192 @@
+"""The FastAPI application: `create_app(settings)` builds it; `meetmem serve` runs it under uvicorn.
+
+Nothing heavy happens at import or in the factory: the lifespan opens the database, starts the service's
+background threads and begins loading the models, and the server takes segments at once. `/healthz` says
+`ready` (200) once the models are loaded and the stored meetings indexed; until then questions get 503.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from meetmem.settings import Settings
+from meetmem.store.errors import (
+    ImmutableLog,
+    InvalidSegment,
+    MeetingNotFound,
+    SegmentNotFound,
+    SequenceError,
+    StoreError,
+)
+
+from .service import NotReady
+
+if TYPE_CHECKING:
+    from meetmem.store.index.search import EmbedderRoutes
+
+log = logging.getLogger(__name__)
+
+API_DESCRIPTION = """\
+meetmem keeps the timestamped transcripts of a wearer's meetings and answers questions about them with
+the exact words said, each answer citing the segments (and times) it rests on.
+
+Every `/v1` endpoint needs `Authorization: Bearer TOKEN` (`meetmem token create --tenant NAME`); a
+tenant sees only its own meetings: any other meeting id answers 404. Errors are JSON `{"detail": "..."}`.
+"""
+
+
+def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | None | str = "settings") -> FastAPI:
+    """The meetmem cloud service.
+
+    Args:
+        settings: the process settings (built once by the caller; `Settings()` when omitted).
+        embedders: the embedding models to use instead of the ones `settings` names (tests share loaded
+            models between apps this way); `None` for BM25 alone.
+    """
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from meetmem.store.index.search import TranscriptSearch, embedder_routes
+        from meetmem.store.log import TranscriptLog
+
+        from .answer import Answerer
+        from .auth import TokenStore
+        from .service import MeetingService, ServiceOptions
+
+        routes = embedders
+        if isinstance(routes, str):
+            routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads,
+                                     on_load=lambda name: log.info("loading the %s embedding model", name))
+        transcript_log = TranscriptLog(settings.db)
+        search = TranscriptSearch(transcript_log, routes)
+        service = MeetingService(
+            transcript_log,
+            search,
+            Answerer(search),
+            ServiceOptions(close_after_silence=settings.close_after_silence,
+                           reap_interval=min(30.0, max(0.05, settings.close_after_silence / 4))),
+        )
+        app.state.settings = settings
+        app.state.tokens = TokenStore(transcript_log)
+        app.state.service = service
+        service.start()
+        try:
+            yield
+        finally:
+            service.stop()
+            transcript_log.close()
+
+    app = FastAPI(
+        title="meetmem",
+        version="0.1.0",
+        description=API_DESCRIPTION,
+        lifespan=lifespan,
+    )
+    _add_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+
+    from .routers import ask, events, health, meetings
+
+    for module in (health, meetings, ask, events):
+        app.include_router(module.router)
+    return app
+
+
+class BodyLimit:
+    """Refuses request bodies over the configured size with a JSON 413, without reading past the limit.
+
+    A body that announces its size in Content-Length is refused before it is read; a streamed one as soon
+    as it passes the limit (the route's body parsing then lets the 413 through to the error handler).
+    """
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    def _detail(self, size: str) -> str:
+        return (f"the request body is {size} bytes; the service accepts at most {self.limit} "
+                "(MEETMEM_MAX_BODY_BYTES): send fewer segments per request")
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers") or ():
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await _error(413, self._detail(value.decode()))(scope, receive, send)
+                return
+        seen = 0
+
+        async def limited() -> dict[str, Any]:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise StarletteHTTPException(413, self._detail(f"over {self.limit}"))
+            return message
+
+        await self.app(scope, limited, send)
+
+
+def _error(status: int, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    return JSONResponse({"detail": detail, **extra}, status_code=status, headers=headers)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Store errors become 4xx (or 503 for a busy or loading service) with the store's own message."""
+    statuses: list[tuple[type[StoreError], int]] = [
+        (MeetingNotFound, 404),
+        (SegmentNotFound, 404),
+        (InvalidSegment, 422),
+        (SequenceError, 409),
+        (ImmutableLog, 409),
+    ]
+
+    async def store_error(request: Request, exc: Exception) -> JSONResponse:
+        from meetmem.store.index.errors import MissingDependency, ModelUnavailable, SearchError
+
+        from .auth import TokenError
+
+        for cls, status in statuses:
+            if isinstance(exc, cls):
+                return _error(status, str(exc))
+        if isinstance(exc, NotReady | MissingDependency | ModelUnavailable):
+            return _error(503, str(exc), {"Retry-After": "2"})
+        if isinstance(exc, SearchError | TokenError):
+            return _error(422, str(exc))
+        # Anything else the store raises is the database being unable to take the work now (locked, full).
+        log.warning("store error on %s %s: %s", request.method, request.url.path, exc)
+        return _error(503, f"the database could not take the request: {exc}", {"Retry-After": "1"})
+
+    async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+            problems.append({"loc": [str(p) for p in err.get("loc", ())], "msg": str(err.get("msg", "")),
+                             "type": str(err.get("type", ""))})
+            if len(problems) == 1:
+                first = f"{where}: {err.get('msg', 'invalid')}"
+        detail = first if len(problems) == 1 else f"{first} (and {len(problems) - 1} more problems)"
+        return _error(422, detail, errors=problems)
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        detail = exc.detail
+        if exc.status_code == 400 and detail == "There was an error parsing the body":
+            detail = "the request body could not be read: send UTF-8 encoded JSON"
+        return _error(exc.status_code, str(detail), exc.headers)
+
+    app.add_exception_handler(StoreError, store_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)

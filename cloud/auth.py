@@ -1,0 +1,117 @@
+"""Bearer tokens: each names one tenant; stored only as a hash; revoked at once.
+
+A token is `mm_<id>_<secret>`: the id lets a person list and revoke tokens without ever seeing the secret
+again, the secret is 32 random bytes. The database keeps sha256 of the whole token (a random 256-bit secret
+needs no slow password hash), so a copy of the database does not hand out working tokens. Every request
+looks its token up afresh, so a revocation takes effect on the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from meetmem.store.errors import StoreError
+from meetmem.store.log import TranscriptLog
+
+TOKEN_PREFIX = "mm_"
+_TOKEN_RE = re.compile(r"^mm_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$")
+_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class TokenError(StoreError):
+    """A token command was given something it cannot use (an unknown token id, a bad tenant name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """What is stored about a token (never the token itself)."""
+
+    token_id: str
+    tenant: str
+    created_at: str
+    revoked_at: str | None
+    label: str | None
+
+    def public(self) -> dict[str, Any]:
+        return {"token_id": self.token_id, "tenant": self.tenant, "created_at": self.created_at,
+                "revoked_at": self.revoked_at, "label": self.label}
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def check_tenant_name(tenant: str) -> str:
+    """A tenant name: 1-64 letters, digits, `.`, `_` or `-`, starting with a letter or digit."""
+    if not _TENANT_RE.match(tenant or ""):
+        raise TokenError(
+            f"invalid tenant name {tenant!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter "
+            "or digit"
+        )
+    return tenant
+
+
+class TokenStore:
+    """The tokens table, kept in the same database file as the transcript log."""
+
+    def __init__(self, log: TranscriptLog) -> None:
+        self.log = log
+        with log.transaction():
+            log.db.execute(
+                "CREATE TABLE IF NOT EXISTS api_tokens ("
+                "token_id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, "
+                "created_at TEXT NOT NULL, revoked_at TEXT, label TEXT)"
+            )
+
+    def create(self, tenant: str, *, label: str | None = None) -> str:
+        """Make a token for `tenant` and return it; only its hash is stored, so it cannot be shown again."""
+        check_tenant_name(tenant)
+        token_id = secrets.token_hex(6)
+        token = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
+        with self.log.transaction():
+            self.log.db.execute(
+                "INSERT INTO api_tokens (token_id, token_hash, tenant, created_at, label) VALUES (?, ?, ?, ?, ?)",
+                [token_id, _digest(token), tenant, _now(), label],
+            )
+        return token
+
+    def tenant_for(self, token: str) -> str | None:
+        """The tenant a token belongs to, or None when it is unknown, malformed or revoked."""
+        if not _TOKEN_RE.match(token):
+            return None
+        rows = self.log.read("SELECT tenant, revoked_at FROM api_tokens WHERE token_hash = ?", (_digest(token),))
+        if not rows or rows[0][1] is not None:
+            return None
+        return rows[0][0]
+
+    def revoke(self, token_or_id: str) -> TokenInfo:
+        """Revoke a token, named by the token itself or by its id; the next request with it gets 401."""
+        match = _TOKEN_RE.match(token_or_id)
+        token_id = match.group(1) if match else token_or_id
+        with self.log.transaction():
+            rows = self.log.db.execute(
+                "SELECT token_id FROM api_tokens WHERE token_id = ?", [token_id]
+            ).fetchall()
+            if not rows:
+                raise TokenError(f"no token with id {token_id!r} (see `meetmem token list`)")
+            self.log.db.execute(
+                "UPDATE api_tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", [_now(), token_id]
+            )
+        return next(t for t in self.list() if t.token_id == token_id)
+
+    def list(self, *, tenant: str | None = None) -> list[TokenInfo]:
+        sql = "SELECT token_id, tenant, created_at, revoked_at, label FROM api_tokens"
+        args: tuple[Any, ...] = ()
+        if tenant is not None:
+            sql += " WHERE tenant = ?"
+            args = (tenant,)
+        return [TokenInfo(*row) for row in self.log.read(sql + " ORDER BY created_at, token_id", args)]

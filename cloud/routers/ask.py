@@ -1,0 +1,43 @@
+"""Questions about a meeting (the CLI's answer path) and plain search over its transcript."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from ..schemas import AnswerOut, AskRequest, HitOut
+from .deps import MeetingId, Service, Tenant, errors
+
+router = APIRouter(prefix="/v1/meetings", tags=["questions"])
+
+
+@router.post(
+    "/{meeting_id}/ask",
+    response_model=AnswerOut,
+    response_model_exclude_unset=True,
+    responses=errors(401, 404, 422, 503),
+    summary="Answer a question about the meeting, citing timestamped segments",
+)
+def ask(meeting_id: MeetingId, body: AskRequest, service: Service, tenant: Tenant) -> dict[str, Any]:
+    """`verbatim` questions (exact words, names, numbers, dates) are answered with the transcript's own
+    words; `overview` questions with the best-cited segments. `explain` adds the manifest of the context."""
+    answer = service.ask(tenant, meeting_id, body.question.strip())
+    return answer.public(explain=body.explain)
+
+
+@router.get(
+    "/{meeting_id}/search",
+    response_model=list[HitOut],
+    responses=errors(401, 404, 422, 503),
+    summary="Hybrid (BM25 + dense) search over the meeting's segments",
+)
+def search(
+    meeting_id: MeetingId,
+    service: Service,
+    tenant: Tenant,
+    q: Annotated[str, Query(min_length=1, max_length=2_000, description="the query")],
+    k: Annotated[int, Query(ge=1, le=100, description="how many hits")] = 10,
+) -> list[dict[str, Any]]:
+    """The `k` best segments for `q`, best first (the CLI's `search --json`)."""
+    return [hit.public() for hit in service.find(tenant, meeting_id, q, k=k)]

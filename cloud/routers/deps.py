@@ -1,0 +1,54 @@
+"""What every route depends on: the service, the caller's tenant (from the bearer token), path checks."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..schemas import ErrorOut
+from ..service import MeetingService
+
+_bearer = HTTPBearer(auto_error=False, description="a token from `meetmem token create --tenant NAME`")
+
+
+def get_service(request: Request) -> MeetingService:
+    return request.app.state.service
+
+
+def get_tenant(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The tenant of the request's bearer token; 401 when it is missing, unknown or revoked."""
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer TOKEN'",
+                            headers={"WWW-Authenticate": "Bearer"})
+    tenant = request.app.state.tokens.tenant_for(credentials.credentials)
+    if tenant is None:
+        raise HTTPException(401, "invalid or revoked token",
+                            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+    return tenant
+
+
+Service = Annotated[MeetingService, Depends(get_service)]
+Tenant = Annotated[str, Depends(get_tenant)]
+MeetingId = Annotated[
+    str,
+    Path(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$",
+         description="the meeting's id, scoped to the token's tenant"),
+]
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route can answer with (every body is `ErrorOut`)."""
+    what = {
+        401: "missing, unknown or revoked bearer token",
+        404: "the tenant has no such meeting",
+        409: "a seq already stored with different content, or going backwards",
+        413: "the request body is larger than the configured limit",
+        422: "a malformed request: the detail names the field",
+        503: "the models are still loading, or the database is busy: retry after `Retry-After` seconds",
+    }
+    return {status: {"model": ErrorOut, "description": what[status]} for status in statuses}

@@ -1,0 +1,94 @@
+"""Meetings and their segments: post a device's batch, list by time range, close, describe."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from meetmem.store.errors import InvalidSegment
+from meetmem.store.interchange import validate_segment
+from meetmem.store.records import SegmentInput
+
+from ..schemas import ClosureOut, IngestRequest, IngestResponse, MeetingOut, SegmentOut
+from ..service import MeetingInfo
+from .deps import MeetingId, Service, Tenant, errors
+
+router = APIRouter(prefix="/v1/meetings", tags=["meetings"])
+
+Seconds = Annotated[float | None, Query(ge=0, allow_inf_nan=False, description="seconds from the meeting's start")]
+
+
+def _meeting_out(info: MeetingInfo) -> MeetingOut:
+    closure = info.closure
+    return MeetingOut(
+        meeting_id=info.meeting_id,
+        segments=info.segments,
+        duration=info.duration,
+        closed=closure is not None,
+        closure=ClosureOut(**closure.public()) if closure is not None else None,
+    )
+
+
+@router.get("", response_model=list[MeetingOut], responses=errors(401), summary="The tenant's meetings")
+def list_meetings(service: Service, tenant: Tenant) -> list[MeetingOut]:
+    return [_meeting_out(info) for info in service.meetings(tenant)]
+
+
+@router.get("/{meeting_id}", response_model=MeetingOut, responses=errors(401, 404, 422), summary="One meeting")
+def get_meeting(meeting_id: MeetingId, service: Service, tenant: Tenant) -> MeetingOut:
+    return _meeting_out(service.meeting(tenant, meeting_id))
+
+
+@router.post(
+    "/{meeting_id}/segments",
+    response_model=IngestResponse,
+    responses=errors(401, 409, 413, 422, 503),
+    summary="Append a device's batch of segments (all or nothing, idempotent)",
+)
+def post_segments(meeting_id: MeetingId, body: IngestRequest, request: Request, service: Service,
+                  tenant: Tenant) -> IngestResponse:
+    """Store the batch, all or nothing. A replayed `(device_id, seq)` with the same content adds nothing,
+    so a device may resend a batch it is unsure about. The first batch to an unknown meeting id creates it.
+    The answer comes once the batch is durable; indexing follows in the background (searchable at once)."""
+    limit = request.app.state.settings.max_batch
+    if len(body.segments) > limit:
+        raise InvalidSegment(f"the batch holds {len(body.segments)} segments; send at most {limit} per request")
+    inputs: list[SegmentInput] = []
+    for i, item in enumerate(body.segments):
+        fields = item.model_dump(exclude={"seq"})
+        try:
+            inputs.append(validate_segment(fields, item.seq))
+        except InvalidSegment as exc:
+            raise InvalidSegment(f"segments[{i}] (seq {item.seq}): {exc.reason}") from None
+    result, ids = service.ingest(tenant, meeting_id, body.device_id, inputs)
+    return IngestResponse(meeting_id=meeting_id, device_id=body.device_id, new=result.new,
+                          duplicates=result.duplicates, segment_ids=ids)
+
+
+@router.get(
+    "/{meeting_id}/segments",
+    response_model=list[SegmentOut],
+    responses=errors(401, 404, 422),
+    summary="The meeting's segments, ordered by start, optionally within a time range",
+)
+def get_segments(meeting_id: MeetingId, service: Service, tenant: Tenant, start: Seconds = None,
+                 end: Seconds = None) -> list[dict]:
+    """Segments overlapping `[start, end]` (seconds), ordered by start, device id and seq; corrected
+    segments are replaced by their corrections."""
+    if start is not None and end is not None and end < start:
+        raise InvalidSegment(f"end ({end}) is before start ({start})")
+    return [s.public() for s in service.segments(tenant, meeting_id, start=start, end=end)]
+
+
+@router.post(
+    "/{meeting_id}/close",
+    response_model=MeetingOut,
+    responses=errors(401, 404, 422),
+    summary="The meeting ended",
+)
+def close_meeting(meeting_id: MeetingId, service: Service, tenant: Tenant) -> MeetingOut:
+    """Record the meeting's end (a no-op if it is already closed). Segments that arrive later, from a
+    device catching up, are still stored and reopen it."""
+    service.close(tenant, meeting_id)
+    return _meeting_out(service.meeting(tenant, meeting_id))

@@ -1,0 +1,149 @@
+"""Request and response models of the HTTP API (kept apart from the store's records).
+
+The field names and meanings are the CONTRACT's. Validation here is the API's first line: a body that
+fails it gets a 422 naming the field, before anything touches the log. The store checks again on append.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from meetmem.store.interchange import MAX_TEXT_CHARS, MAX_TIMESTAMP_S
+
+#: SQLite integers are signed 64-bit; a larger seq could not be stored.
+MAX_SEQ = 2**63 - 1
+
+
+def _storable(value: str | None) -> str | None:
+    """Text must be valid Unicode (JSON can carry lone surrogates, which no UTF-8 database can store)."""
+    if value is not None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError("contains a lone surrogate; text must be valid Unicode") from exc
+        if "\x00" in value:
+            raise ValueError("contains a NUL character")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or only whitespace")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_storable)]
+NonBlank = Annotated[str, AfterValidator(_storable), AfterValidator(_not_blank)]
+Seconds = Annotated[float, Field(ge=0, le=MAX_TIMESTAMP_S, allow_inf_nan=False)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_max_length=MAX_TEXT_CHARS)
+
+
+class SegmentIn(_Strict):
+    """One utterance: the interchange fields plus the device's `seq`."""
+
+    seq: int = Field(ge=0, le=MAX_SEQ, description="the device's sequence number; increases per device")
+    start: Seconds = Field(description="seconds from the meeting's start")
+    end: Seconds = Field(description="seconds from the meeting's start; not before `start`")
+    text: NonBlank = Field(max_length=MAX_TEXT_CHARS, description="the (cleaned) text, stored exactly as given")
+    speaker: Text | None = Field(default=None, max_length=200)
+    lang: Text | None = Field(default=None, max_length=35, description="BCP 47 language tag: en, zh, ...")
+    raw_text: Text | None = Field(default=None, max_length=MAX_TEXT_CHARS, description="the ASR text before cleaning")
+    confidence: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
+    supersedes: Text | None = Field(default=None, max_length=64, description="segment id this one corrects")
+
+    @model_validator(mode="after")
+    def _end_after_start(self) -> SegmentIn:
+        if self.end < self.start:
+            raise ValueError(f"end ({self.end}) is before start ({self.start})")
+        return self
+
+
+class IngestRequest(_Strict):
+    device_id: NonBlank = Field(max_length=200, description="the posting device; `(device_id, seq)` is unique")
+    segments: list[SegmentIn] = Field(description="all stored or none")
+
+
+class IngestResponse(BaseModel):
+    meeting_id: str
+    device_id: str
+    new: int = Field(description="how many segments of the batch were stored now")
+    duplicates: int = Field(description="how many were already stored (replays add nothing)")
+    segment_ids: list[str] = Field(description="the id of every segment of the batch, in seq order")
+
+
+class SegmentOut(BaseModel):
+    segment_id: str
+    device_id: str
+    seq: int
+    start: float
+    end: float
+    speaker: str | None
+    text: str
+    raw_text: str | None
+    lang: str | None
+    confidence: float | None = None
+    supersedes: str | None = None
+
+
+class HitOut(BaseModel):
+    segment_id: str
+    start: float
+    end: float
+    speaker: str | None
+    text: str
+    score: float
+
+
+class AskRequest(_Strict):
+    question: NonBlank = Field(max_length=2_000)
+    explain: bool = Field(default=False, description="also return the manifest of the context used")
+
+
+class CitationOut(BaseModel):
+    segment_id: str
+    start: float
+    end: float
+    speaker: str | None
+    text: str
+
+
+class ManifestBlockOut(BaseModel):
+    block: str
+    tokens: int
+    reason: str
+
+
+class AnswerOut(BaseModel):
+    question: str
+    kind: Literal["verbatim", "overview"]
+    answer: str
+    citations: list[CitationOut]
+    manifest: list[ManifestBlockOut] | None = Field(default=None, description="only with `explain`")
+
+
+class ClosureOut(BaseModel):
+    closed_at: str
+    reason: str = Field(description="`closed` (a client said so) or `silence`")
+
+
+class MeetingOut(BaseModel):
+    meeting_id: str
+    segments: int
+    duration: float = Field(description="seconds from the meeting's start to the end of its last segment")
+    closed: bool
+    closure: ClosureOut | None = None
+
+
+class HealthOut(BaseModel):
+    status: Literal["ready", "loading", "failed"]
+    detail: str | None = None
+
+
+class ErrorOut(BaseModel):
+    detail: str = Field(description="what was wrong, in words a person can act on")
+    errors: list[dict[str, Any]] | None = Field(default=None, description="per-field problems (422 only)")

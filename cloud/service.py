@@ -1,0 +1,247 @@
+"""The cloud's work, apart from HTTP: ingest, reads, closing meetings, answering, and the background jobs.
+
+The request path only appends to the log and reads from it; embedding and indexing run on the indexer
+thread, model loading on a loader thread at start-up, and closing silent meetings on a reaper thread.
+Routers call this class; it knows nothing of FastAPI, so the same behaviour is testable without a server.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from meetmem.store.errors import StoreError
+from meetmem.store.log import TranscriptLog
+from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, segment_id_for
+
+from .indexer import BackgroundIndexer
+from .live import LiveFeed
+
+if TYPE_CHECKING:
+    from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
+
+    from .answer import Answer, Answerer
+
+log = logging.getLogger(__name__)
+
+State = Literal["loading", "ready", "failed"]
+
+
+class NotReady(StoreError):
+    """The models are still loading (or failed to load); the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceOptions:
+    """Background behaviour of the service.
+
+    Args:
+        close_after_silence: seconds without a new segment after which an open meeting is closed (0: never).
+        reap_interval: how often the reaper looks for silent meetings, in seconds.
+        warm_indexes: catch every stored meeting's index up at start-up, before reporting ready.
+    """
+
+    close_after_silence: float = 1800.0
+    reap_interval: float = 30.0
+    warm_indexes: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingInfo:
+    meeting_id: str
+    segments: int
+    duration: float
+    closure: Closure | None
+
+
+class MeetingService:
+    """Meetings of every tenant in one database: the operations behind the HTTP endpoints.
+
+    Args:
+        log: the transcript log.
+        search: the hybrid search over it (its models load on the loader thread).
+        answerer: the extractive answer path shared with the CLI.
+        options: background behaviour.
+        clock: monotonic seconds (injectable so silence-closing is testable without waiting).
+    """
+
+    def __init__(
+        self,
+        log: TranscriptLog,
+        search: TranscriptSearch,
+        answerer: Answerer,
+        options: ServiceOptions | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.log = log
+        self.search = search
+        self.answerer = answerer
+        self.options = options or ServiceOptions()
+        self.clock = clock
+        self.feed = LiveFeed()
+        self.indexer = BackgroundIndexer(lambda tenant, meeting: search.meeting_index(meeting, tenant=tenant))
+        self.on_close: list[Callable[[str, str, Closure], None]] = []
+        self.state: State = "loading"
+        self.failure: str | None = None
+        self._activity: dict[tuple[str, str], float] = {}
+        self._activity_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- life -------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the background threads; the service answers ingest at once and questions once ready."""
+        self._seed_activity()
+        self.indexer.start()
+        for target, name in ((self._load, "meetmem-loader"), (self._reap_forever, "meetmem-reaper")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.indexer.stop()
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self._threads.clear()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until the loader finished (ready or failed); True when ready."""
+        for thread in self._threads:
+            if thread.name == "meetmem-loader":
+                thread.join(timeout)
+        return self.state == "ready"
+
+    def _load(self) -> None:
+        started = time.perf_counter()
+        try:
+            routes = self.search.routes
+            if routes is not None:
+                for model in routes.by_name().values():
+                    model.encode_query("warm-up")
+            if self.options.warm_indexes:
+                for tenant, meeting_id in self.log.meetings():
+                    if self._stop.is_set():
+                        return
+                    self.search.meeting_index(meeting_id, tenant=tenant)
+        except Exception as exc:  # reported by /healthz; the process keeps taking segments into the log
+            self.failure = f"{type(exc).__name__}: {exc}"
+            self.state = "failed"
+            log.exception("loading the models failed")
+            return
+        self.state = "ready"
+        log.info("ready in %.1f s", time.perf_counter() - started)
+
+    def require_ready(self) -> None:
+        if self.state == "loading":
+            raise NotReady("the service is still loading its models; retry in a few seconds")
+        if self.state == "failed":
+            raise NotReady(f"the service could not load its models: {self.failure}")
+
+    # -- ingest -----------------------------------------------------------------------------------------
+    def ingest(
+        self, tenant: str, meeting_id: str, device_id: str, segments: Sequence[SegmentInput]
+    ) -> tuple[AppendResult, list[str]]:
+        """Append one device's batch, all or nothing; indexing and live captions follow in the background.
+
+        Returns:
+            what the append did, and the id of every segment of the batch in seq order.
+        """
+        result = self.log.append(meeting_id, device_id, segments, tenant=tenant)
+        ids = [segment_id_for(tenant, meeting_id, device_id, seq) for seq in sorted({s.seq for s in segments})]
+        key = (tenant, meeting_id)
+        with self._activity_lock:
+            self._activity[key] = self.clock()
+        if result.added:
+            self.indexer.notify(tenant, meeting_id)
+            self.feed.publish(key)
+        return result, ids
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def segments(self, tenant: str, meeting_id: str, *, start: float | None = None,
+                 end: float | None = None) -> list[Segment]:
+        return self.log.segments(meeting_id, tenant=tenant, start=start, end=end)
+
+    def chain_after(self, tenant: str, meeting_id: str, after_pos: int, limit: int = 200) -> list[Segment]:
+        """Rows appended after a chain position, in arrival order (what a live stream sends next)."""
+        return list(self.log.chain(meeting_id, tenant=tenant, after_pos=after_pos, limit=limit))
+
+    def meeting(self, tenant: str, meeting_id: str) -> MeetingInfo:
+        count, duration = self.log.meeting_stats(meeting_id, tenant=tenant)
+        return MeetingInfo(meeting_id, count, duration, self.log.closure(meeting_id, tenant=tenant))
+
+    def meetings(self, tenant: str) -> list[MeetingInfo]:
+        return [self.meeting(tenant, meeting_id) for _, meeting_id in self.log.meetings(tenant=tenant)]
+
+    def require_meeting(self, tenant: str, meeting_id: str) -> None:
+        self.log.require_meeting(meeting_id, tenant=tenant)
+
+    # -- questions --------------------------------------------------------------------------------------
+    def ask(self, tenant: str, meeting_id: str, question: str) -> Answer:
+        self.log.require_meeting(meeting_id, tenant=tenant)
+        self.require_ready()
+        return self.answerer.ask(meeting_id, question, tenant=tenant)
+
+    def find(self, tenant: str, meeting_id: str, query: str, *, k: int = 10,
+             filters: SearchFilters | None = None) -> list[Hit]:
+        self.log.require_meeting(meeting_id, tenant=tenant)
+        self.require_ready()
+        mode = "hybrid" if self.search.routes is not None else "bm25"
+        return self.search.search(meeting_id, query, tenant=tenant, k=k, filters=filters, mode=mode)
+
+    # -- closing ----------------------------------------------------------------------------------------
+    def close(self, tenant: str, meeting_id: str, *, reason: str = "closed") -> Closure:
+        """Record the meeting's end; later segments (a device catching up) reopen it."""
+        closure = self.log.close_meeting(meeting_id, tenant=tenant, reason=reason)
+        key = (tenant, meeting_id)
+        with self._activity_lock:
+            self._activity.pop(key, None)
+        self.feed.publish(key)
+        for hook in self.on_close:
+            try:
+                hook(tenant, meeting_id, closure)
+            except Exception:  # a failing hook (a summary job) must not undo or hide the closure
+                log.exception("a close hook failed for meeting %r of tenant %r", meeting_id, tenant)
+        return closure
+
+    def close_silent(self, now: float | None = None) -> list[tuple[str, str]]:
+        """Close every open meeting that has had no new segment for `close_after_silence` seconds."""
+        limit = self.options.close_after_silence
+        if limit <= 0:
+            return []
+        now = self.clock() if now is None else now
+        with self._activity_lock:
+            silent = [key for key, last in self._activity.items() if now - last >= limit]
+        closed = []
+        for tenant, meeting_id in silent:
+            try:
+                self.close(tenant, meeting_id, reason="silence")
+                closed.append((tenant, meeting_id))
+            except StoreError:
+                log.exception("closing silent meeting %r of tenant %r failed", meeting_id, tenant)
+        return closed
+
+    def _seed_activity(self) -> None:
+        """After a restart, open meetings count their silence from their newest segment's arrival."""
+        now_wall = datetime.now(UTC)
+        now = self.clock()
+        for tenant, meeting_id, received_at in self.log.open_meetings():
+            try:
+                age = (now_wall - datetime.fromisoformat(received_at)).total_seconds() if received_at else 0.0
+            except ValueError:
+                age = 0.0
+            self._activity[(tenant, meeting_id)] = now - max(age, 0.0)
+
+    def _reap_forever(self) -> None:
+        interval = max(0.05, self.options.reap_interval)
+        while not self._stop.wait(interval):
+            try:
+                self.close_silent()
+            except Exception:  # keep reaping; the next round tries again
+                log.exception("closing silent meetings failed")

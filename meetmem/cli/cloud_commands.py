@@ -1,0 +1,92 @@
+"""The cloud commands: `serve` runs the HTTP service, `token` makes and revokes its bearer tokens."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .context import CommandContext
+from .store_commands import emit_json
+
+
+def cmd_serve(args: argparse.Namespace, ctx: CommandContext) -> int:
+    try:
+        import uvicorn
+
+        from meetmem.cloud.app import create_app
+    except ImportError as exc:
+        from meetmem.store.index.errors import MissingDependency
+
+        raise MissingDependency(exc.name or "fastapi") from exc
+    settings = ctx.settings.model_copy(update={k: v for k, v in {"host": args.host, "port": args.port}.items()
+                                                if v is not None})
+    app = create_app(settings)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info" if args.verbose else "warning",
+                access_log=args.verbose, timeout_graceful_shutdown=5)
+    return 0
+
+
+def cmd_token_create(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.cloud.auth import TokenStore
+
+    token = TokenStore(ctx.log).create(args.tenant_name, label=args.label)
+    if args.json:
+        emit_json({"tenant": args.tenant_name, "token": token})
+    else:
+        sys.stdout.write(token + "\n")
+    return 0
+
+
+def cmd_token_revoke(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.cloud.auth import TokenStore
+
+    info = TokenStore(ctx.log).revoke(args.token)
+    if args.json:
+        emit_json(info.public())
+    else:
+        sys.stdout.write(f"revoked token {info.token_id} of tenant {info.tenant}\n")
+    return 0
+
+
+def cmd_token_list(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.cloud.auth import TokenStore
+
+    tokens = TokenStore(ctx.log).list(tenant=args.tenant_name)
+    if args.json:
+        emit_json([t.public() for t in tokens])
+    else:
+        for t in tokens:
+            state = f"revoked {t.revoked_at}" if t.revoked_at else "active"
+            label = f"  {t.label}" if t.label else ""
+            sys.stdout.write(f"{t.token_id}  {t.tenant}  created {t.created_at}  {state}{label}\n")
+    return 0
+
+
+def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("serve", parents=[common], help="run the cloud HTTP service",
+                       description="Run the cloud service (FastAPI under uvicorn) on the database. Models load "
+                       "after the server starts; /healthz answers 200 once they are ready.")
+    p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1; env MEETMEM_HOST)")
+    p.add_argument("--port", type=int, default=None, help="port to listen on (default 8000; env MEETMEM_PORT)")
+    p.set_defaults(func=cmd_serve)
+
+    token = sub.add_parser("token", help="bearer tokens of the cloud service",
+                           description="Make, list and revoke the bearer tokens the service accepts. Only a "
+                           "hash is stored: a token is shown once, when it is created.")
+    token_sub = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
+    p = token_sub.add_parser("create", parents=[common], conflict_handler="resolve",
+                             help="print a new bearer token for a tenant",
+                             description="Print a new bearer token for a tenant on stdout.")
+    # `--tenant` is a common flag (the CLI's own tenant); here it names the token's tenant and is required.
+    p.add_argument("--tenant", dest="tenant_name", required=True, help="the tenant the token gives access to")
+    p.add_argument("--label", default=None, help="a note to recognise the token by (a device name)")
+    p.set_defaults(func=cmd_token_create)
+    p = token_sub.add_parser("revoke", parents=[common], help="revoke a token (by the token or its id)",
+                             description="Revoke a token at once: its next request gets 401.")
+    p.add_argument("token", help="the token, or its id as `token list` shows it")
+    p.set_defaults(func=cmd_token_revoke)
+    p = token_sub.add_parser("list", parents=[common], conflict_handler="resolve",
+                             help="list tokens (ids, tenants, state; never secrets)",
+                             description="List the tokens: id, tenant, when created, whether revoked.")
+    p.add_argument("--tenant", dest="tenant_name", default=None, help="only this tenant's tokens")
+    p.set_defaults(func=cmd_token_list)
