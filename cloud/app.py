@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from meetmem.settings import Settings
 from meetmem.store.errors import (
@@ -183,9 +185,17 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         detail = exc.detail
+        headers = dict(exc.headers or {})
         if exc.status_code == 400 and detail == "There was an error parsing the body":
             detail = "the request body could not be read: send UTF-8 encoded JSON"
-        return _error(exc.status_code, str(detail), exc.headers)
+        elif exc.status_code == 405:
+            # Starlette names only the methods of the first route whose path matched; list them all.
+            allowed = sorted({m for route in request.app.routes
+                              if isinstance(route, APIRoute) and route.matches(request.scope)[0] != Match.NONE
+                              for m in route.methods})
+            headers["Allow"] = ", ".join(allowed)
+            detail = f"{request.method} is not allowed here; use {' or '.join(allowed)}"
+        return _error(exc.status_code, str(detail), headers or None)
 
     app.add_exception_handler(StoreError, store_error)
     app.add_exception_handler(StarletteHTTPException, http_error)

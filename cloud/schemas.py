@@ -35,12 +35,15 @@ def _not_blank(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_storable)]
-NonBlank = Annotated[str, AfterValidator(_storable), AfterValidator(_not_blank)]
+# The pattern says "holds a non-space character" in the OpenAPI document too (JSON Schema patterns search).
+NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S"), AfterValidator(_storable), AfterValidator(_not_blank)]
 Seconds = Annotated[float, Field(ge=0, le=MAX_TIMESTAMP_S, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_max_length=MAX_TEXT_CHARS)
+    """Unknown fields and loose types (`"explain": 0`, `"seq": "3"`) are refused, not guessed at."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, str_max_length=MAX_TEXT_CHARS)
 
 
 class SegmentIn(_Strict):

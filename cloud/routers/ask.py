@@ -16,7 +16,7 @@ router = APIRouter(prefix="/v1/meetings", tags=["questions"])
     "/{meeting_id}/ask",
     response_model=AnswerOut,
     response_model_exclude_unset=True,
-    responses=errors(401, 404, 422, 503),
+    responses=errors(400, 401, 404, 413, 422, 503),
     summary="Answer a question about the meeting, citing timestamped segments",
 )
 def ask(meeting_id: MeetingId, body: AskRequest, service: Service, tenant: Tenant) -> dict[str, Any]:

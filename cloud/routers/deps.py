@@ -36,14 +36,15 @@ Service = Annotated[MeetingService, Depends(get_service)]
 Tenant = Annotated[str, Depends(get_tenant)]
 MeetingId = Annotated[
     str,
-    Path(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$",
-         description="the meeting's id, scoped to the token's tenant"),
+    Path(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$",
+         description="the meeting's id, scoped to the token's tenant", examples=["standup-2026-11-30"]),
 ]
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries for the error statuses a route can answer with (every body is `ErrorOut`)."""
     what = {
+        400: "the body is not UTF-8 encoded JSON",
         401: "missing, unknown or revoked bearer token",
         404: "the tenant has no such meeting",
         409: "a seq already stored with different content, or going backwards",

