@@ -13,14 +13,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import json  # noqa: E402
 import shutil  # noqa: E402
+import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from importlib import resources  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+import httpx  # noqa: E402
 import pytest  # noqa: E402
 
 from meetmem.store.interchange import read_jsonl  # noqa: E402
@@ -194,3 +197,123 @@ def sample_questions_path() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+# -- `meetmem serve` on a loopback port (the cloud for cloud and edge tests) -------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServeProcess:
+    """`meetmem serve` on a database and port, started and stopped at will (a cloud that goes away and
+    comes back). Output goes to a file: a pipe nobody reads would block the server once its buffer filled."""
+
+    def __init__(self, cli_command: list[str], db: Path, port: int | None = None, *, embedder: str = "minilm") -> None:
+        self.cli_command = cli_command
+        self.db = db
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.embedder = embedder
+        self.log_path = db.with_suffix(".serve.log")
+        self.process: subprocess.Popen | None = None
+        self._output: Any = None
+
+    def start(self, timeout: float = 120.0) -> None:
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
+                   MEETMEM_EMBEDDER=self.embedder, MEETMEM_CLOSE_AFTER_SILENCE="0")
+        self._output = self.log_path.open("ab")
+        self.process = subprocess.Popen([*self.cli_command, "serve", "--db", str(self.db), "--port", str(self.port)],
+                                        env=env, stdout=self._output, stderr=subprocess.STDOUT)
+        try:
+            wait_healthy(self.url, self.process, timeout)
+        except AssertionError as exc:
+            self.stop()
+            raise AssertionError(f"{exc}\n{self.log_path.read_text(errors='replace')[-4000:]}") from None
+
+    def stop(self, *, kill: bool = False) -> None:
+        if self.process is not None:
+            if kill:
+                self.process.kill()
+            else:
+                self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+
+
+@dataclass
+class Server:
+    """A running `meetmem serve` process."""
+
+    url: str
+    db: Path
+    process: subprocess.Popen
+    token: Callable[[str], str]
+
+    def client(self, token: str, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, **kwargs)
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Poll /healthz until it answers 200 (the models are loaded), failing early if the process died."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"meetmem serve exited with {process.returncode}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(delay)  # polling a process we do not control; the deadline bounds it
+        delay = min(delay * 2, 0.5)
+    raise AssertionError(f"meetmem serve did not become ready within {timeout} s")
+
+
+def make_token(meetmem_cli: Callable[..., Any], db: Path, tenant: str) -> str:
+    result = meetmem_cli("token", "create", "--tenant", tenant, db=db)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, cli_command: list[str],
+           meetmem_cli: Callable[..., Any]) -> Iterator[Server]:
+    """`meetmem serve` with the real MiniLM model on a free loopback port, one per test module."""
+    serve = ServeProcess(cli_command, tmp_path_factory.mktemp("serve") / "cloud.db")
+    serve.start()
+    assert serve.process is not None
+    try:
+        yield Server(serve.url, serve.db, serve.process, lambda tenant: make_token(meetmem_cli, serve.db, tenant))
+    finally:
+        serve.stop()
+
+
+@pytest.fixture
+def serve_factory(cli_command: list[str], tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
+    """Make `ServeProcess`es on this test's tmp_path (not started); all are stopped at the end."""
+    made: list[ServeProcess] = []
+
+    def make(db: Path | None = None, port: int | None = None, *, embedder: str = "none") -> ServeProcess:
+        serve = ServeProcess(cli_command, db or tmp_path / "cloud.db", port, embedder=embedder)
+        made.append(serve)
+        return serve
+
+    yield make
+    for serve in made:
+        serve.stop()
+
+
+@pytest.fixture(scope="session")
+def token_maker(meetmem_cli: Callable[..., Any]) -> Callable[[Path, str], str]:
+    """`token_maker(db, tenant)`: a bearer token made by the real `meetmem token create`."""
+    return lambda db, tenant: make_token(meetmem_cli, db, tenant)
