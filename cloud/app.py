@@ -67,6 +67,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         routes = embedders
         if isinstance(routes, str):
             routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads,
+                                     instances=settings.model_instances,
                                      on_load=lambda name: log.info("loading the %s embedding model", name))
         transcript_log = TranscriptLog(settings.db)
         search = TranscriptSearch(transcript_log, routes)

@@ -42,4 +42,9 @@ class Settings(BaseSettings):
     close_after_silence: float = Field(
         default=1800.0, ge=0, description="seconds without a new segment before a live meeting closes (0: never)"
     )
+    model_instances: int = Field(
+        default=2, ge=1, le=8,
+        description="copies of each embedding model `meetmem serve` loads, so questions and indexing embed in "
+        "parallel (one per core; each costs the model's memory again)",
+    )
     sse_keepalive: float = Field(default=15.0, gt=0, description="seconds between keep-alive comments on a stream")

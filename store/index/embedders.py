@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -456,41 +457,66 @@ def load_embedder(name: str, *, threads: int | None = None) -> Embedder:
 class LazyEmbedder:
     """An embedder that loads its model on first use, so a command that never embeds never pays for it.
 
-    The Chinese route's model, for instance, loads only when a meeting holds Chinese segments.
+    The Chinese route's model, for instance, loads only when a meeting holds Chinese segments. With
+    `instances` > 1 it loads that many copies and gives each call a free one: one model call runs on one
+    thread (see Threads above), so a server on two cores embeds two texts at once (a question and a new
+    segment, or two questions) instead of queueing them behind one model.
 
     Args:
         name: a registered embedder name (see :data:`EMBEDDERS`); checked at once.
         threads: passed to the model's constructor.
         on_load: called with the name just before the model loads (a CLI prints a progress line).
+        instances: copies of the model (each costs its weights' memory again).
     """
 
-    def __init__(self, name: str, *, threads: int | None = None, on_load: Callable[[str], None] | None = None):
+    def __init__(self, name: str, *, threads: int | None = None, on_load: Callable[[str], None] | None = None,
+                 instances: int = 1):
         if name not in EMBEDDERS:
             raise UnknownEmbedder(name, sorted(EMBEDDERS))
+        if instances < 1:
+            raise ValueError(f"instances must be >= 1, got {instances}")
         self.name = name
+        self.instances = instances
         self._threads = threads
         self._on_load = on_load
-        self._model: Embedder | None = None
+        self._models: list[Embedder] = []
+        self._free: queue.Queue[Embedder] = queue.Queue()
         self._lock = threading.Lock()
 
-    def _loaded(self) -> Embedder:
+    def _load(self) -> None:
         with self._lock:
-            if self._model is None:
+            if not self._models:
                 if self._on_load is not None:
                     self._on_load(self.name)
-                self._model = load_embedder(self.name, threads=self._threads)
-            return self._model
+                models = [load_embedder(self.name, threads=self._threads) for _ in range(self.instances)]
+                for model in models:
+                    self._free.put(model)
+                self._models = models
+
+    @contextmanager
+    def _model(self) -> Iterator[Embedder]:
+        if not self._models:
+            self._load()
+        model = self._free.get()
+        try:
+            yield model
+        finally:
+            self._free.put(model)
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return bool(self._models)
 
     @property
     def dim(self) -> int:
-        return self._loaded().dim
+        if not self._models:
+            self._load()
+        return self._models[0].dim
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
-        return self._loaded().encode(texts, batch_size=batch_size)
+        with self._model() as model:
+            return model.encode(texts, batch_size=batch_size)
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self._loaded().encode_query(text)
+        with self._model() as model:
+            return model.encode_query(text)

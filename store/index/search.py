@@ -75,17 +75,21 @@ def embedder_routes(
     zh: str = "none",
     *,
     threads: int | None = None,
+    instances: int = 1,
     on_load: Callable[[str], None] | None = None,
 ) -> EmbedderRoutes | None:
-    """Routes of lazily loaded models by name (`none` for BM25 alone, or for no separate Chinese model)."""
+    """Routes of lazily loaded models by name (`none` for BM25 alone, or for no separate Chinese model).
+
+    `instances` copies of each model serve concurrent callers (a server's questions and its indexer).
+    """
     from .embedders import LazyEmbedder
 
     if default == "none":
         return None
     by_lang: dict[str, Embedder] = {}
     if zh not in ("none", default):
-        by_lang["zh"] = LazyEmbedder(zh, threads=threads, on_load=on_load)
-    return EmbedderRoutes(LazyEmbedder(default, threads=threads, on_load=on_load), by_lang)
+        by_lang["zh"] = LazyEmbedder(zh, threads=threads, on_load=on_load, instances=instances)
+    return EmbedderRoutes(LazyEmbedder(default, threads=threads, on_load=on_load, instances=instances), by_lang)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +159,7 @@ class MeetingIndex:
     live: bytearray = field(default_factory=bytearray)  # 1 per document still current, 0 once corrected
     last_pos: int = -1
     lock: threading.RLock = field(default_factory=threading.RLock)
+    catching_up: threading.Lock = field(default_factory=threading.Lock)  # held while new rows are embedded
 
     def __len__(self) -> int:
         return len(self.segment_ids)
@@ -248,7 +253,12 @@ class TranscriptSearch:
 
     def meeting_index(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT,
                       progress: Progress | None = None) -> MeetingIndex:
-        """The meeting's index, caught up with every row the log holds."""
+        """The meeting's index, caught up with every row the log holds.
+
+        One thread at a time catches a meeting up; another that needs the new rows waits for it (so an
+        appended segment is always found), but a search that needs nothing new does not. The embedding
+        happens outside the index's own lock.
+        """
         key = (tenant, meeting_id)
         with self._lock:
             index = self._meetings.get(key)
@@ -256,25 +266,36 @@ class TranscriptSearch:
                 self.log.require_meeting(meeting_id, tenant=tenant)
                 index = self._new_meeting_index()
                 self._meetings[key] = index
-        with index.lock:
+        if self.log.last_chain_pos(meeting_id, tenant=tenant) <= index.last_pos:
+            return index
+        with index.catching_up:
             new = list(self.log.chain(meeting_id, tenant=tenant, after_pos=index.last_pos))
             if new:
-                self._add_locked(index, new, progress)
+                prepared = self._prepare(new, progress, self.routes)
+                with index.lock:
+                    self._add_locked(index, new, prepared)
         return index
 
-    def _add_locked(self, index: MeetingIndex, segments: Sequence[Segment], progress: Progress | None) -> None:
-        first_doc = len(index.segment_ids)
-        groups: dict[str, list[tuple[int, Segment]]] = {}
-        if self.routes is not None:
-            for doc, seg in enumerate(segments, start=first_doc):
-                groups.setdefault(self.routes.for_segment(seg.text, seg.lang).name, []).append((doc, seg))
-        models = self.routes.by_name() if self.routes is not None else {}
+    def _prepare(self, segments: Sequence[Segment], progress: Progress | None,
+                 routes: EmbedderRoutes | None) -> tuple[dict[str, list[int]], dict[str, np.ndarray], dict[str, int]]:
+        """Embed new rows (the slow part, done without the index's lock): rows per model, vectors, dims."""
+        groups: dict[str, list[int]] = {}
+        if routes is not None:
+            for i, seg in enumerate(segments):
+                groups.setdefault(routes.for_segment(seg.text, seg.lang).name, []).append(i)
+        models = routes.by_name() if routes is not None else {}
         vectors = {
-            name: self._vectors_for(models[name], [seg for _, seg in members], progress)
+            name: self._vectors_for(models[name], [segments[i] for i in members], progress)
             for name, members in groups.items()
         }
-        doc_model = {doc: name for name, members in groups.items() for doc, _ in members}
-        for doc, seg in enumerate(segments, start=first_doc):
+        return groups, vectors, {name: models[name].dim for name in groups}
+
+    def _add_locked(self, index: MeetingIndex, segments: Sequence[Segment],
+                    prepared: tuple[dict[str, list[int]], dict[str, np.ndarray], dict[str, int]]) -> None:
+        groups, vectors, dims = prepared
+        first_doc = len(index.segment_ids)
+        doc_model = {i: name for name, members in groups.items() for i in members}
+        for i, seg in enumerate(segments):
             index.bm25.add(self.tokenizer.tokens(seg.text))
             index.positions[seg.segment_id] = len(index.segment_ids)
             index.live.append(1)
@@ -282,7 +303,7 @@ class TranscriptSearch:
             index.starts.append(seg.start)
             index.ends.append(seg.end)
             index.speakers.append(seg.speaker)
-            index.models.append(doc_model.get(doc))
+            index.models.append(doc_model.get(i))
             if seg.supersedes is not None:
                 index.superseded.add(seg.supersedes)
                 old = index.positions.get(seg.supersedes)
@@ -291,8 +312,8 @@ class TranscriptSearch:
             index.last_pos = seg.chain_pos
         for name, members in groups.items():
             if name not in index.dense:
-                index.dense[name] = DenseIndex(models[name].dim)
-            index.dense[name].add(vectors[name], [doc for doc, _ in members])
+                index.dense[name] = DenseIndex(dims[name])
+            index.dense[name].add(vectors[name], [first_doc + i for i in members])
 
     def rebuild(self, *, progress: Progress | None = None) -> int:
         """Forget every derived index and vector and rebuild them from the log; returns segments indexed."""
