@@ -1,0 +1,414 @@
+"""`meetmem bench serve`: the cloud service under the load of a day at the office, on loopback.
+
+* Preparation: a database holding `--hours` hours of generated meetings (one hour each, store_corpus's seeded
+  utterances with names, numbers, dates and product codes), appended through `TranscriptLog.append` and
+  embedded through `TranscriptSearch.meeting_index` (which caches the vectors in the database), and a bearer
+  token. With `--work-db` that database is kept and reused: the first run builds and embeds it, later runs
+  copy it (so every run starts from the same ten hours, never from the previous run's live meetings).
+* Run: the real server (`meetmem serve`, one model thread) as a subprocess; once /healthz says ready,
+  `--devices` glasses post one segment per request at speaking pace to live meetings (`--per-meeting` wearers
+  share a meeting, each posting its own speech), `--askers` people ask the verbatim questions that the
+  preloaded and the live segments answer, and a share of the posted segments carries a unique marker word
+  and is searched for until it is the top hit (ingest-to-searchable latency, from the POST's acknowledgement).
+* Report: request latencies, errors by kind, requests/s, the server's RSS and CPU, the generator's own CPU,
+  the database size, and the issue's targets as pass/fail.
+
+Prints one JSON object on stdout; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .bench_store import ingest, machine_info
+from .measure import db_bytes, latency, rate
+from .serve_load import LiveMeeting, LoadPlan, Question, Tally, live_speakers, run_load
+from .serve_process import ServeBenchError, Server, free_port, machine_cpu_ticks
+from .store_corpus import Corpus, generate_corpus
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SEED = 20250304
+MEETING_S = 3600.0
+TARGET = {"devices": 50, "askers": 10, "duration_s": 300.0, "ask_p95_ms": 300.0, "searchable_p95_ms": 1000.0}
+
+
+def _note(ctx: Any, message: str) -> None:
+    if not ctx.quiet:
+        from meetmem.cli.progress import note
+
+        note(message)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Preparation: hours of meetings, embedded, in a database the server opens.
+# ------------------------------------------------------------------------------------------------------
+
+
+def meeting_of(seconds: float, seed: int) -> Corpus:
+    """A generated meeting cut to `seconds` of talk (store_corpus's pace is ~5 s a segment)."""
+    corpus = generate_corpus(max(10, int(seconds / 3.5)), seed)
+    keep = sum(1 for end in corpus.ends if end <= seconds) or 1
+    return Corpus(corpus.texts[:keep], corpus.speakers[:keep], corpus.starts[:keep], corpus.ends[:keep],
+                  [f for f in corpus.facts if f.index < keep], corpus.codes)
+
+
+def preloaded_meetings(hours: float, seed: int) -> list[tuple[str, Corpus]]:
+    """`hours` of meetings, one hour each (the last one shorter); ids name the seed and the length."""
+    out = []
+    left, number = hours * 3600.0, 1
+    while left > 1.0:
+        seconds = min(MEETING_S, left)
+        out.append((f"preload-s{seed}-{number:02d}-{round(seconds / 60)}min", meeting_of(seconds, seed + number)))
+        left -= seconds
+        number += 1
+    return out
+
+
+def prepare(ctx: Any, path: Path, meetings: list[tuple[str, Corpus]], tenant: str) -> dict[str, Any]:
+    """Append and embed the meetings the database does not hold yet; returns what it did."""
+    from meetmem.cli.progress import StderrProgress
+    from meetmem.store.index.search import TranscriptSearch, embedder_routes
+    from meetmem.store.log import TranscriptLog
+
+    settings = ctx.settings
+    out: dict[str, Any] = {"appended_meetings": 0, "append_s": 0.0, "index_s": 0.0}
+    transcript_log = TranscriptLog(path)
+    try:
+        for meeting_id, corpus in meetings:
+            if transcript_log.has_meeting(meeting_id, tenant=tenant):
+                count, _ = transcript_log.meeting_stats(meeting_id, tenant=tenant)
+                if count != len(corpus):
+                    raise ServeBenchError(
+                        f"{path} holds {count} segments of {meeting_id}, expected {len(corpus)}: an interrupted "
+                        "preparation? delete the --work-db file and run again")
+                continue
+            seconds, _, _ = ingest(transcript_log, meeting_id, tenant, corpus, batch=50, devices=5)
+            out["appended_meetings"] += 1
+            out["append_s"] += seconds
+        ids = [meeting_id for meeting_id, _ in meetings]
+        out["vectors_missing_before"] = missing_vectors(transcript_log, ids, tenant, settings.embedder)
+        if out["vectors_missing_before"]:
+            # Only when needed: even reading cached vectors loads the model (it asks the embedder its dimension).
+            routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads,
+                                     on_load=lambda name: _note(ctx, f"loading the {name} embedding model ..."))
+            search = TranscriptSearch(transcript_log, routes)
+            t0 = time.perf_counter()
+            for meeting_id in ids:
+                progress = StderrProgress(f"embedding {meeting_id}", interval=10.0, enabled=not ctx.quiet)
+                search.meeting_index(meeting_id, tenant=tenant, progress=progress)
+            out["index_s"] = time.perf_counter() - t0
+        out["vectors_in_db"] = (transcript_log.read("SELECT COUNT(*) FROM segment_vectors")[0][0]
+                                if _has_vectors_table(transcript_log) else 0)
+        out["segments_in_db"] = transcript_log.count()
+        out["meetings_in_db"] = len(transcript_log.meetings())
+        transcript_log.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        transcript_log.close()
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def _has_vectors_table(transcript_log: Any) -> bool:
+    return bool(transcript_log.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'segment_vectors'"))
+
+
+def missing_vectors(transcript_log: Any, meeting_ids: list[str], tenant: str, model: str) -> int:
+    """How many segments of the meetings have no cached vector of `model` (0 for `--embedder none`)."""
+    if model == "none":
+        return 0
+    if not _has_vectors_table(transcript_log):
+        return transcript_log.count()
+    marks = ",".join("?" * len(meeting_ids))
+    return transcript_log.read(
+        f"SELECT COUNT(*) FROM segments s WHERE s.tenant = ? AND s.meeting_id IN ({marks}) AND NOT EXISTS "
+        "(SELECT 1 FROM segment_vectors v WHERE v.segment_id = s.segment_id AND v.model = ?)",
+        (tenant, *meeting_ids, model),
+    )[0][0]
+
+
+def create_token(path: Path, tenant: str) -> str:
+    from meetmem.cloud.auth import TokenStore
+    from meetmem.store.log import TranscriptLog
+
+    with TranscriptLog(path) as transcript_log:
+        return TokenStore(transcript_log).create(tenant, label="bench serve")
+
+
+# ------------------------------------------------------------------------------------------------------
+# The run: the server started, loaded, and stopped whatever happens.
+# ------------------------------------------------------------------------------------------------------
+
+
+async def _sample(server: Server, stop: asyncio.Event, every: float = 1.0, trace_every: float = 30.0) -> None:
+    """The server's RSS every second (for the peak), and every `trace_every` seconds into its trace."""
+    t0 = time.perf_counter()
+    next_trace = 0.0
+    while not stop.is_set():
+        rss = server.figures().get("VmRSS")
+        if (elapsed := time.perf_counter() - t0) >= next_trace and rss is not None:
+            server.rss_trace.append((round(elapsed), rss))
+            next_trace += trace_every
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=every)
+        except TimeoutError:
+            pass
+
+
+async def _load_with_sampling(server: Server, plan: LoadPlan, quiet: bool) -> tuple[Tally, float]:
+    stop = asyncio.Event()
+    sampler = asyncio.create_task(_sample(server, stop))
+    try:
+        return await run_load(plan, quiet=quiet)
+    finally:
+        stop.set()
+        await sampler
+
+
+# ------------------------------------------------------------------------------------------------------
+# The command.
+# ------------------------------------------------------------------------------------------------------
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _live_meetings(args: argparse.Namespace, stamp: str) -> list[LiveMeeting]:
+    count = math.ceil(args.devices / args.per_meeting)
+    # Enough utterances for every wearer of the meeting to talk the whole run without repeating.
+    size = max(50, int(args.per_meeting * args.duration / args.pace * 1.5))
+    return [LiveMeeting(f"live-{stamp}-{m + 1:02d}", generate_corpus(size, args.seed + 10_000 + m),
+                        live_speakers(args.seed, m, args.per_meeting)) for m in range(count)]
+
+
+def _targets(args: argparse.Namespace, tally: Tally, ask: dict[str, Any], searchable: dict[str, Any]) -> dict[str, Any]:
+    errors = sum(tally.errors.values())
+    checks = {
+        "scale": {"target": f"{TARGET['devices']} devices + {TARGET['askers']} askers for "
+                            f"{TARGET['duration_s']:g} s",
+                  "value": f"{args.devices} devices + {args.askers} askers for {args.duration:g} s",
+                  "pass": args.devices >= TARGET["devices"] and args.askers >= TARGET["askers"]
+                  and args.duration >= TARGET["duration_s"]},
+        "errors": {"target": "0", "value": errors, "pass": errors == 0},
+        "ask_p95_ms": {"target": f"<= {TARGET['ask_p95_ms']:g}", "value": ask.get("p95_ms"),
+                       "pass": ask.get("n", 0) > 0 and ask["p95_ms"] <= TARGET["ask_p95_ms"]},
+        "searchable_p95_ms": {"target": f"<= {TARGET['searchable_p95_ms']:g}", "value": searchable.get("p95_ms"),
+                              "pass": searchable.get("n", 0) > 0
+                              and searchable["p95_ms"] <= TARGET["searchable_p95_ms"]},
+    }
+    return {**checks, "all_pass": all(c["pass"] for c in checks.values())}
+
+
+def _report(args: argparse.Namespace, tally: Tally, load_s: float) -> dict[str, Any]:
+    ask = latency(tally.latency["ask"])
+    searchable = latency(tally.searchable)
+    attempts = tally.probe_attempts
+    cited = {
+        source: {"asked": tally.cited[f"{source}_asked"],
+                 "source_cited_first": round(tally.cited[f"{source}_first"] / tally.cited[f"{source}_asked"], 3),
+                 "source_cited": round(tally.cited[f"{source}_any"] / tally.cited[f"{source}_asked"], 3)}
+        for source in ("preloaded", "live") if tally.cited[f"{source}_asked"]
+    }
+    return {
+        "requests": dict(tally.requests),
+        "requests_per_s": rate(sum(tally.requests.values()), load_s),
+        "segments_posted": tally.segments_posted,
+        "segments_per_s": rate(tally.segments_posted, load_s),
+        "ingest": latency(tally.latency["ingest"]),
+        "ask": {**ask, "by_source": {k: latency(v) for k, v in tally.ask_by_source.items()},
+                "answers_citing_the_source": cited},
+        "searchable": {**searchable, "probes_found": len(attempts),
+                       "found_at_first_search": sum(1 for a in attempts if a == 1),
+                       "max_searches": max(attempts, default=0),
+                       "finding_search_sent_after_ack": latency(tally.searchable_sent)},
+        "search_requests": latency(tally.latency["search"]),
+        "errors": {"total": sum(tally.errors.values()), "by_kind": dict(tally.errors)},
+        "targets": _targets(args, tally, ask, searchable),
+    }
+
+
+def checkout() -> dict[str, Any]:
+    """HEAD and the files of the measured code that differ from it (the service is being written as we measure)."""
+    root = Path(__file__).resolve().parent.parent
+    out: dict[str, Any] = {"git_head": None, "uncommitted": None}
+    try:
+        def git(*argv: str) -> str:
+            return subprocess.run(["git", *argv], cwd=root, capture_output=True, text=True, timeout=10,
+                                  check=True).stdout
+
+        out["git_head"] = git("rev-parse", "--short", "HEAD").strip()
+        status = git("status", "--porcelain", "--untracked-files=all", "--", "cloud", "store", "meetmem")
+        out["uncommitted"] = sorted(line[3:] for line in status.splitlines() if line.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
+def measure(ctx: Any, server: Server, plan: LoadPlan, ready_timeout: float) -> dict[str, Any]:
+    """Start the server, run the load once it is ready, stop the server whatever happens; the figures."""
+    out: dict[str, Any] = {}
+    # A `kill` of the benchmark unwinds like Ctrl-C, so the server is stopped on the way out.
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        _note(ctx, f"starting the server on port {server.port} ...")
+        server.start()
+        out["start_to_ready_s"] = round(server.wait_ready(ready_timeout), 2)
+        at_ready = server.figures()
+        _note(ctx, f"ready after {out['start_to_ready_s']} s; {plan.devices} devices and {plan.askers} askers "
+              f"for {plan.duration:g} s ...")
+        cpu0, machine0 = time.process_time(), machine_cpu_ticks()
+        tally, load_s = asyncio.run(_load_with_sampling(server, plan, ctx.quiet))
+        generator_cpu = time.process_time() - cpu0
+        at_end, machine1 = server.figures(), machine_cpu_ticks()
+    finally:
+        out["stop"] = server.stop()
+        signal.signal(signal.SIGTERM, previous)
+    server_cpu = at_end.get("cpu_s", 0.0) - at_ready.get("cpu_s", 0.0)
+    out.update({
+        "rss_at_ready_mb": at_ready.get("VmRSS"),
+        "peak_rss_mb": at_end.get("VmHWM"),
+        "peak_rss_sampled_mb": server.peak_rss_sampled,
+        "rss_mb_during_load": [[t, rss] for t, rss in server.rss_trace] + [[round(load_s), at_end.get("VmRSS")]],
+        "rss_at_end_mb": at_end.get("VmRSS"),
+        "cpu_s_during_load": round(server_cpu, 1),
+        "log_problems": server.log_problems(),
+    })
+    # The machine may be shared: what every process together kept busy, and what was neither side of the test.
+    busy, total = machine1[0] - machine0[0], machine1[1] - machine0[1]
+    everyone = (os.cpu_count() or 1) * busy / total if total else None
+    cores = {
+        "all_processes": round(everyone, 2) if everyone is not None else None,
+        "server": round(server_cpu / load_s, 2),
+        "load_generator": round(generator_cpu / load_s, 2),
+        "other_processes": round(everyone - (server_cpu + generator_cpu) / load_s, 2) if everyone is not None else None,
+    }
+    return {"server": out, "cores_busy_during_load": cores, "load_generator_cpu_s": round(generator_cpu, 1),
+            "tally": tally, "load_s": load_s}
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    wall0 = time.perf_counter()
+    info = machine_info()
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    tenant = ctx.tenant
+    meetings = preloaded_meetings(args.hours, args.seed)
+    preload_questions = [Question(mid, f.question, f.text, "preloaded") for mid, c in meetings for f in c.facts]
+    with tempfile.TemporaryDirectory(prefix="meetmem-bench-serve-") as tmp:
+        run_db = Path(tmp) / "serve.db"
+        work_db = Path(args.work_db) if args.work_db else run_db
+        built = not work_db.exists()
+        _note(ctx, f"{'building' if built else 'checking'} {len(meetings)} meetings ({args.hours:g} h) in {work_db}")
+        preparation = {"work_db": str(work_db) if args.work_db else "temporary", "built_now": built,
+                       **prepare(ctx, work_db, meetings, tenant)}
+        if args.work_db:
+            shutil.copyfile(work_db, run_db)  # the run's live meetings never land in the reusable database
+        token = create_token(run_db, tenant)
+        db_before = db_bytes(run_db)
+        port = free_port() if args.port in ("auto", "0") else int(args.port)
+        server = Server(run_db, port, ctx.settings.embedder, Path(tmp) / "server.log")
+        plan = LoadPlan(server.url, token, _live_meetings(args, stamp), preload_questions, args.devices, args.askers,
+                        args.duration, pace=args.pace, jitter=args.jitter, think=args.think,
+                        probe_fraction=args.probe_fraction, probe_timeout=args.probe_timeout, seed=args.seed)
+        measured = measure(ctx, server, plan, args.ready_timeout)
+        db_after = db_bytes(run_db)
+    load_s = measured["load_s"]
+    info["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    info["cores_busy_during_load"] = measured["cores_busy_during_load"]
+    report = {
+        "benchmark": "serve",
+        "machine": info,
+        "code": checkout(),
+        "config": {
+            "devices": args.devices, "per_meeting": args.per_meeting, "live_meetings": len(plan.live),
+            "askers": args.askers, "think_s": args.think,
+            "asking": "back-to-back" if args.think == 0 else f"think time {args.think:g} s x U(0.5, 1.5)",
+            "duration_s": args.duration, "pace_s": args.pace, "pace_jitter": args.jitter,
+            "segments_per_request": 1, "hours_preloaded": args.hours, "preloaded_meetings": len(meetings),
+            "preloaded_segments": sum(len(c) for _, c in meetings), "preloaded_questions": len(preload_questions),
+            "probe_fraction": args.probe_fraction, "probe_timeout_s": args.probe_timeout,
+            "seed": args.seed, "embedder": ctx.settings.embedder, "server_threads": 1, "tenant": tenant,
+            "load_generator": "one asyncio loop, httpx.AsyncClient, in the bench process",
+            "timing": "wall clock of successful requests (failures are only counted); percentiles nearest-rank; "
+                      "searchable = first search whose top hit is the segment, timed from the POST's response",
+        },
+        "preparation": preparation,
+        "server": measured["server"],
+        "load_generator": {"cpu_s": measured["load_generator_cpu_s"],
+                           "cores_busy": measured["cores_busy_during_load"]["load_generator"]},
+        "load_s": round(load_s, 1),
+        **_report(args, measured["tally"], load_s),
+        "db_bytes": {"before": db_before, "after": db_after},
+        "wall_s": round(time.perf_counter() - wall0, 1),
+    }
+    sys.stdout.write(json.dumps(report, indent=None if args.json else 2) + "\n")
+    sys.stdout.flush()
+    return 0 if report["targets"]["all_pass"] or not args.check else 1
+
+
+def _guarded(args: argparse.Namespace, ctx: Any) -> int:
+    try:
+        return run(args, ctx)
+    except ServeBenchError as exc:
+        sys.stderr.write(f"meetmem: error: {exc}\n")
+        return 2
+
+
+def _positive(kind: type) -> Any:
+    def parse(value: str) -> Any:
+        number = kind(value)
+        if number <= 0:
+            raise argparse.ArgumentTypeError("must be more than 0")
+        return number
+
+    return parse
+
+
+def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = bench_sub.add_parser(
+        "serve", parents=[common], help="the cloud service under devices and askers, on loopback",
+        description="Start `meetmem serve` on a database holding --hours of meetings, then simulate glasses "
+                    "posting segments at speaking pace and people asking questions for --duration seconds. "
+                    "Prints ingest, ask and ingest-to-searchable latencies, errors, requests/s and the server's "
+                    "memory as one JSON object on stdout, with the targets (50 devices + 10 askers for 300 s, no "
+                    "errors, ask p95 <= 300 ms, searchable p95 <= 1 s) as pass/fail; progress on stderr. "
+                    "--work-db keeps the prepared database: the first run builds and embeds it, later runs copy it.")
+    p.add_argument("--devices", type=_positive(int), default=50, help="simulated glasses (default 50)")
+    p.add_argument("--per-meeting", type=_positive(int), default=5,
+                   help="wearers sharing one live meeting, each posting their own speech (default 5)")
+    p.add_argument("--askers", type=int, default=10, help="people asking questions (default 10)")
+    p.add_argument("--think", type=float, default=0.0,
+                   help="mean seconds an asker waits between an answer and the next question (default 0: "
+                        "back-to-back)")
+    p.add_argument("--duration", type=_positive(float), default=300.0, help="seconds of load (default 300)")
+    p.add_argument("--hours", type=_positive(float), default=10.0,
+                   help="hours of meetings in the database before the run, one hour per meeting (default 10)")
+    p.add_argument("--work-db", default=None, metavar="PATH",
+                   help="keep the prepared database here and reuse it (the first run builds it; each run works "
+                        "on a copy); default: a temporary database built every run")
+    p.add_argument("--pace", type=_positive(float), default=4.0,
+                   help="mean seconds between one device's segments (default 4: ~5-12 words said in 3-5 s)")
+    p.add_argument("--jitter", type=float, default=0.25, help="each gap is pace x U(1-j, 1+j) (default 0.25)")
+    p.add_argument("--probe-fraction", type=float, default=0.2,
+                   help="share of segments timed until searchable (default 0.2)")
+    p.add_argument("--probe-timeout", type=_positive(float), default=10.0,
+                   help="seconds before an unsearchable segment counts as an error (default 10)")
+    p.add_argument("--port", default="auto", help="the server's port (default auto: a free one; 0 means auto)")
+    p.add_argument("--ready-timeout", type=_positive(float), default=600.0,
+                   help="seconds to wait for /healthz (default 600)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the meetings, pace and questions")
+    p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    p.set_defaults(func=_guarded)

@@ -1,0 +1,134 @@
+"""The server of `meetmem bench serve`: a real `meetmem serve` subprocess on a loopback port, and what /proc
+says about it (memory, CPU) and about the machine it shares."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ServeBenchError(Exception):
+    """The benchmark cannot run: the server did not start, or the work database is not what it expects."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_figures(pid: int) -> dict[str, float]:
+    """VmRSS / VmHWM (MB) and user+system CPU seconds of a process, from /proc."""
+    out: dict[str, float] = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(("VmHWM:", "VmRSS:")):
+                    key, value = line.split(":", 1)
+                    out[key] = round(int(value.split()[0]) / 1024.0, 1)
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        out["cpu_s"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def machine_cpu_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine since boot, all cores (from /proc/stat)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            ticks = [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return sum(ticks[:8]) - idle, sum(ticks[:8])
+
+
+@dataclass
+class Server:
+    """`meetmem serve` on a loopback port; its log goes to a file beside the database."""
+
+    db: Path
+    port: int
+    embedder: str
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    peak_rss_sampled: float = 0.0
+    rss_trace: list[tuple[float, float]] = field(default_factory=list)  # (seconds into the load, MB)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        exe = Path(sys.executable).with_name("meetmem")
+        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
+        command += ["serve", "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port),
+                    "--embedder", self.embedder]
+        env = {**os.environ, "MEETMEM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+        with open(self.log_path, "wb") as out:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout: float) -> float:
+        """Seconds until /healthz answered 200; raises if the server exits or the timeout passes."""
+        import httpx
+
+        assert self.process is not None
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < timeout:
+            if self.process.poll() is not None:
+                raise ServeBenchError(f"the server exited with status {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200:
+                    return time.perf_counter() - t0
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        raise ServeBenchError(f"the server was not ready within {timeout:g} s:\n{self.log_tail()}")
+
+    def figures(self) -> dict[str, float]:
+        figures = proc_figures(self.process.pid) if self.process is not None else {}
+        self.peak_rss_sampled = max(self.peak_rss_sampled, figures.get("VmRSS", 0.0))
+        return figures
+
+    def stop(self, timeout: float = 15.0) -> dict[str, Any]:
+        """SIGTERM, then SIGKILL after `timeout`; says which it took."""
+        if self.process is None:
+            return {}
+        if self.process.poll() is not None:
+            return {"how": "had exited", "returncode": self.process.returncode}
+        self.process.send_signal(signal.SIGTERM)
+        t0 = time.perf_counter()
+        try:
+            self.process.wait(timeout)
+            how = "SIGTERM"
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            how = f"SIGKILL after {timeout:g} s"
+        return {"how": how, "returncode": self.process.returncode, "stop_s": round(time.perf_counter() - t0, 2)}
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def log_problems(self) -> dict[str, Any]:
+        """Warning, error and traceback lines of the server's log (the first few, and how many)."""
+        try:
+            text = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return {}
+        bad = [line for line in text if line.startswith(("WARNING", "ERROR", "CRITICAL", "Traceback"))]
+        return {"lines": len(bad), "first": list(dict.fromkeys(bad))[:5]}
+
+
