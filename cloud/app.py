@@ -30,6 +30,7 @@ from meetmem.store.errors import (
 )
 
 from .service import NotReady
+from .voice import VoiceUnavailable
 
 if TYPE_CHECKING:
     from meetmem.store.index.search import EmbedderRoutes
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         from .answer import Answerer
         from .auth import TokenStore
         from .service import MeetingService, ServiceOptions
+        from .voice import VoiceQuestions
 
         routes = embedders
         if isinstance(routes, str):
@@ -77,6 +79,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             Answerer(search),
             ServiceOptions(close_after_silence=settings.close_after_silence,
                            reap_interval=min(30.0, max(0.05, settings.close_after_silence / 4))),
+            voice=VoiceQuestions(settings.voice_model, threads=settings.threads or 1),
         )
         app.state.settings = settings
         app.state.tokens = TokenStore(transcript_log)
@@ -163,7 +166,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         for cls, status in statuses:
             if isinstance(exc, cls):
                 return _error(status, str(exc))
-        if isinstance(exc, NotReady | MissingDependency | ModelUnavailable):
+        if isinstance(exc, NotReady | MissingDependency | ModelUnavailable | VoiceUnavailable):
             return _error(503, str(exc), {"Retry-After": "2"})
         if isinstance(exc, SearchError | TokenError):
             return _error(422, str(exc))

@@ -129,6 +129,10 @@ class AnswerOut(BaseModel):
     manifest: list[ManifestBlockOut] | None = Field(default=None, description="only with `explain`")
 
 
+class VoiceAnswerOut(AnswerOut):
+    transcribed_question: str = Field(description="what the recogniser heard")
+
+
 class ClosureOut(BaseModel):
     closed_at: str
     reason: str = Field(description="`closed` (a client said so) or `silence`")

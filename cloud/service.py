@@ -21,6 +21,7 @@ from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, 
 
 from .indexer import BackgroundIndexer
 from .live import LiveFeed
+from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
     from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
@@ -67,6 +68,7 @@ class MeetingService:
         search: the hybrid search over it (its models load on the loader thread).
         answerer: the extractive answer path shared with the CLI.
         options: background behaviour.
+        voice: the recogniser for spoken questions (none: spoken questions get 503).
         clock: monotonic seconds (injectable so silence-closing is testable without waiting).
     """
 
@@ -77,6 +79,7 @@ class MeetingService:
         answerer: Answerer,
         options: ServiceOptions | None = None,
         *,
+        voice: VoiceQuestions | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.log = log
@@ -84,6 +87,7 @@ class MeetingService:
         self.answerer = answerer
         self.options = options or ServiceOptions()
         self.clock = clock
+        self.voice = voice or VoiceQuestions("none")
         self.feed = LiveFeed()
         self.indexer = BackgroundIndexer(lambda tenant, meeting: search.meeting_index(meeting, tenant=tenant))
         self.on_close: list[Callable[[str, str, Closure], None]] = []
@@ -135,6 +139,7 @@ class MeetingService:
             self.state = "failed"
             log.exception("loading the models failed")
             return
+        self.voice.load()  # a missing recogniser costs only spoken questions, not readiness
         self.state = "ready"
         log.info("ready in %.1f s", time.perf_counter() - started)
 
@@ -187,6 +192,14 @@ class MeetingService:
         self.log.require_meeting(meeting_id, tenant=tenant)
         self.require_ready()
         return self.answerer.ask(meeting_id, question, tenant=tenant)
+
+    def ask_voice(self, tenant: str, meeting_id: str, audio: bytes, *, filename: str,
+                  sample_rate: int | None = None, language: str | None = None) -> tuple[str, Answer]:
+        """Transcribe a spoken question and answer it; returns the question's text and the answer."""
+        self.log.require_meeting(meeting_id, tenant=tenant)
+        self.require_ready()
+        question = self.voice.transcribe(audio, filename=filename, sample_rate=sample_rate, language=language)
+        return question, self.answerer.ask(meeting_id, question, tenant=tenant)
 
     def find(self, tenant: str, meeting_id: str, query: str, *, k: int = 10,
              filters: SearchFilters | None = None) -> list[Hit]:

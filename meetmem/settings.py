@@ -37,7 +37,10 @@ class Settings(BaseSettings):
     # -- the cloud service (`meetmem serve`) ---------------------------------------------------------------
     host: str = Field(default="127.0.0.1", description="the address `meetmem serve` listens on")
     port: int = Field(default=8000, ge=0, le=65535, description="the port `meetmem serve` listens on")
-    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="the largest request body accepted")
+    max_body_bytes: int = Field(
+        default=4 * 1_048_576, ge=1024,
+        description="the largest request body accepted (a spoken question of a minute is about 2 MB as WAV)",
+    )
     max_batch: int = Field(default=1000, ge=1, description="the most segments one POST may carry")
     close_after_silence: float = Field(
         default=1800.0, ge=0, description="seconds without a new segment before a live meeting closes (0: never)"
@@ -46,5 +49,10 @@ class Settings(BaseSettings):
         default=2, ge=1, le=8,
         description="copies of each embedding model `meetmem serve` loads, so questions and indexing embed in "
         "parallel (one per core; each costs the model's memory again)",
+    )
+    voice_model: str = Field(
+        default="base",
+        description="the Whisper model for spoken questions on the server: base, tiny.en or none (needs the "
+        "`edge` extra)",
     )
     sse_keepalive: float = Field(default=15.0, gt=0, description="seconds between keep-alive comments on a stream")

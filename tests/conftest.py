@@ -210,19 +210,22 @@ class ServeProcess:
     """`meetmem serve` on a database and port, started and stopped at will (a cloud that goes away and
     comes back). Output goes to a file: a pipe nobody reads would block the server once its buffer filled."""
 
-    def __init__(self, cli_command: list[str], db: Path, port: int | None = None, *, embedder: str = "minilm") -> None:
+    def __init__(self, cli_command: list[str], db: Path, port: int | None = None, *, embedder: str = "minilm",
+                 voice_model: str = "none") -> None:
         self.cli_command = cli_command
         self.db = db
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.embedder = embedder
+        self.voice_model = voice_model
         self.log_path = db.with_suffix(".serve.log")
         self.process: subprocess.Popen | None = None
         self._output: Any = None
 
     def start(self, timeout: float = 120.0) -> None:
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
-                   MEETMEM_EMBEDDER=self.embedder, MEETMEM_CLOSE_AFTER_SILENCE="0")
+                   MEETMEM_EMBEDDER=self.embedder, MEETMEM_CLOSE_AFTER_SILENCE="0",
+                   MEETMEM_VOICE_MODEL=self.voice_model)
         self._output = self.log_path.open("ab")
         self.process = subprocess.Popen([*self.cli_command, "serve", "--db", str(self.db), "--port", str(self.port)],
                                         env=env, stdout=self._output, stderr=subprocess.STDOUT)
@@ -303,8 +306,10 @@ def serve_factory(cli_command: list[str], tmp_path: Path) -> Iterator[Callable[.
     """Make `ServeProcess`es on this test's tmp_path (not started); all are stopped at the end."""
     made: list[ServeProcess] = []
 
-    def make(db: Path | None = None, port: int | None = None, *, embedder: str = "none") -> ServeProcess:
-        serve = ServeProcess(cli_command, db or tmp_path / "cloud.db", port, embedder=embedder)
+    def make(db: Path | None = None, port: int | None = None, *, embedder: str = "none",
+             voice_model: str = "none") -> ServeProcess:
+        serve = ServeProcess(cli_command, db or tmp_path / "cloud.db", port, embedder=embedder,
+                             voice_model=voice_model)
         made.append(serve)
         return serve
 

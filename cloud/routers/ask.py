@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, File, Form, Query, UploadFile
 
-from ..schemas import AnswerOut, AskRequest, HitOut
+from ..schemas import AnswerOut, AskRequest, HitOut, VoiceAnswerOut
 from .deps import MeetingId, Service, Tenant, errors
 
 router = APIRouter(prefix="/v1/meetings", tags=["questions"])
@@ -24,6 +24,30 @@ def ask(meeting_id: MeetingId, body: AskRequest, service: Service, tenant: Tenan
     words; `overview` questions with the best-cited segments. `explain` adds the manifest of the context."""
     answer = service.ask(tenant, meeting_id, body.question.strip())
     return answer.public(explain=body.explain)
+
+
+@router.post(
+    "/{meeting_id}/ask/voice",
+    response_model=VoiceAnswerOut,
+    response_model_exclude_unset=True,
+    responses=errors(400, 401, 404, 413, 422, 503),
+    summary="Answer a spoken question (the audio is transcribed here)",
+)
+def ask_voice(
+    meeting_id: MeetingId,
+    service: Service,
+    tenant: Tenant,
+    file: Annotated[UploadFile, File(description="the question: WAV, FLAC or Ogg; or raw 16-bit mono PCM "
+                                                 "with `sample_rate`")],
+    sample_rate: Annotated[int | None, Form(ge=4000, le=192000, description="raw PCM's sample rate")] = None,
+    language: Annotated[str | None, Form(pattern="^(en|zh)$", description="en or zh (default: detect)")] = None,
+    explain: Annotated[bool, Form()] = False,
+) -> dict[str, Any]:
+    """The answer as for a typed question, plus `transcribed_question`: what the recogniser heard."""
+    data = file.file.read()
+    question, answer = service.ask_voice(tenant, meeting_id, data, filename=file.filename or "upload",
+                                         sample_rate=sample_rate, language=language)
+    return {**answer.public(explain=explain), "transcribed_question": question}
 
 
 @router.get(

@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from meetmem.edge.errors import EdgeError
 from meetmem.store.errors import StoreError
 
 
@@ -35,10 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench_commands import add_bench_commands
     from .cloud_commands import add_cloud_commands
     from .demo import add_demo_command
+    from .edge_commands import add_edge_commands
     from .store_commands import add_store_commands
 
     add_store_commands(sub, common)
     add_cloud_commands(sub, common, common_flags(tenant=False))
+    add_edge_commands(sub, common)
     add_bench_commands(sub, common)
     add_demo_command(sub, common)
     return parser
@@ -62,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ctx = CommandContext(settings, quiet=args.quiet)
     try:
         return int(args.func(args, ctx) or 0)
-    except StoreError as exc:
+    except (StoreError, EdgeError) as exc:
         sys.stderr.write(f"meetmem: error: {exc}\n")
         return 1
     except KeyboardInterrupt:

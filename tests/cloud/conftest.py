@@ -39,7 +39,8 @@ def make_api(tmp_path: Path, embedder: Any) -> Iterator[Callable[..., Api]]:
     opened: list[TestClient] = []
 
     def build(*, embedders: Any = "minilm", db: Path | None = None, **overrides: Any) -> Api:
-        settings = Settings(db=db or tmp_path / "cloud.db", **{"close_after_silence": 0, **overrides})
+        defaults = {"close_after_silence": 0, "voice_model": "none"}
+        settings = Settings(db=db or tmp_path / "cloud.db", **{**defaults, **overrides})
         routes = EmbedderRoutes(embedder) if embedders == "minilm" else embedders
         client = TestClient(create_app(settings, embedders=routes))
         client.__enter__()

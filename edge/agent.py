@@ -1,0 +1,195 @@
+"""Capture: audio chunks → VAD → ASR → filler cleaning → the outbox. No network here.
+
+Each utterance the VAD closes is transcribed, cleaned and stored in the outbox in one transaction with the
+capture position, then the uploader is nudged; capture never waits for the network. A restarted capture of
+the same file resumes after the last utterance it stored, so a kill -9 costs at most the utterance in
+flight, transcribed again, never a duplicate. A live source (microphone, standard input) cannot be
+replayed: a restart continues the meeting's clock from where the previous run stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .asr import ASR, TranscriptPiece
+from .cleaning import FillerCleaner
+from .outbox import Outbox, OutboxSegment
+from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
+
+log = logging.getLogger(__name__)
+
+_CJK = ("\u3400", "\u9fff")
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureOptions:
+    """What a capture run knows about its meeting.
+
+    Args:
+        meeting_id: the meeting the segments belong to.
+        language: `en`, `zh`, or None to detect per utterance.
+        glossary: names and terms: ASR hotwords, and protected from filler cleaning.
+        speaker: the speaker label to give every segment (None: unknown).
+        vad: the utterance segmentation policy.
+    """
+
+    meeting_id: str
+    language: str | None = None
+    glossary: tuple[str, ...] = ()
+    speaker: str | None = None
+    vad: VADOptions = field(default_factory=VADOptions)
+
+
+@dataclass
+class CaptureStatus:
+    """Running figures of a capture (what the status line shows)."""
+
+    audio_time: float = 0.0  # seconds of input consumed (from the meeting's start)
+    segments: int = 0
+    dropped: int = 0  # utterances that held nothing but fillers, silence or phantom phrases
+    transcribe_time: float = 0.0  # seconds spent in the recogniser
+    started: float = field(default_factory=time.monotonic)
+    resumed_at: float = 0.0
+    latencies: list[float] = field(default_factory=list)  # end of speech -> in the outbox (seconds, live only)
+
+    @property
+    def real_time_factor(self) -> float:
+        """Recogniser seconds per second of audio processed in this run."""
+        span = self.audio_time - self.resumed_at
+        return self.transcribe_time / span if span > 0 else 0.0
+
+
+def source_id(input_name: str) -> str:
+    """The identity of an input for resuming: a file by the sha256 of its bytes, a live source by name."""
+    if input_name in ("-", "mic"):
+        return f"live:{input_name}"
+    digest = hashlib.sha256()
+    with open(input_name, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return f"file:{digest.hexdigest()}"
+
+
+def join_pieces(pieces: list[TranscriptPiece]) -> str:
+    """The text of an utterance's recognised pieces, in order."""
+    parts = [p.text.strip() for p in pieces if p.text.strip()]
+    if not parts:
+        return ""
+    text = parts[0]
+    for part in parts[1:]:
+        # No space between two CJK pieces ("我们明天" + "发货"), one between anything else.
+        joiner = "" if (_CJK[0] <= text[-1] <= _CJK[1] and _CJK[0] <= part[0] <= _CJK[1]) else " "
+        text += joiner + part
+    return text
+
+
+class CaptureAgent:
+    """Turns one input's audio into segments in the outbox.
+
+    Args:
+        asr: the speech recogniser (`WhisperASR`).
+        outbox: the durable outbox.
+        options: the meeting and policies.
+        on_segment: called after each segment is stored (the uploader's `notify`).
+        on_status: called with the running status after each chunk of audio.
+    """
+
+    def __init__(self, asr: ASR, outbox: Outbox, options: CaptureOptions, *,
+                 on_segment: Callable[[OutboxSegment], None] | None = None,
+                 on_status: Callable[[CaptureStatus], None] | None = None) -> None:
+        self.asr = asr
+        self.outbox = outbox
+        self.options = options
+        self.cleaner = FillerCleaner(options.glossary)
+        self.on_segment = on_segment
+        self.on_status = on_status
+        self.status = CaptureStatus()
+
+    def run(self, chunks: Iterable[np.ndarray], *, source: str, live: bool = False,
+            anchor: float | None = None) -> CaptureStatus:
+        """Capture until the input ends.
+
+        Args:
+            chunks: 16 kHz mono int16 audio.
+            source: the input's identity (`source_id`).
+            live: a microphone or a stream: a restart continues the clock instead of skipping audio.
+            anchor: the wall-clock time (Unix seconds) the first chunk's first sample was spoken, for a
+                live or paced input; each segment's end-of-speech to outbox latency is measured from it.
+        """
+        meeting = self.options.meeting_id
+        done_until = self.outbox.progress(meeting, source)
+        offset = 0.0 if not live else done_until  # seconds of meeting time before this input's sample 0
+        skip = 0 if live else int(round(done_until * SAMPLE_RATE))
+        if done_until:
+            log.info("resuming %s of meeting %s at %.2f s", source, meeting, done_until)
+        status = self.status
+        status.resumed_at = status.audio_time = done_until
+        vad = VADSegmenter(self.options.vad, wall_clock_anchor=anchor)
+        for chunk in _skip(chunks, skip):
+            for utterance in vad.feed(chunk):
+                self._store(utterance, offset + skip / SAMPLE_RATE, source)
+            status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
+            if self.on_status is not None:
+                self.on_status(status)
+        for utterance in vad.finish():
+            self._store(utterance, offset + skip / SAMPLE_RATE, source)
+        status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
+        self.outbox.record_progress(meeting, source, status.audio_time)
+        if self.on_status is not None:
+            self.on_status(status)
+        return status
+
+    def _store(self, utterance: Utterance, offset: float, source: str) -> None:
+        start, end = offset + utterance.start, offset + utterance.end
+        began = time.perf_counter()
+        pieces = self.asr.transcribe(utterance.audio, offset=start, language=self.options.language,
+                                     glossary=self.options.glossary)
+        self.status.transcribe_time += time.perf_counter() - began
+        cleaned = self.cleaner.clean(join_pieces(pieces))
+        if not cleaned.text:
+            self.status.dropped += 1
+            self.outbox.record_progress(self.options.meeting_id, source, end)
+            return
+        logprob = float(np.mean([p.avg_logprob for p in pieces]))
+        segment = {
+            "start": round(start, 3),
+            "end": round(end, 3),
+            "text": cleaned.text,
+            "raw_text": cleaned.raw_text,
+            "speaker": self.options.speaker,
+            "lang": pieces[0].language,
+            "confidence": round(min(1.0, max(0.0, math.exp(logprob))), 4),
+        }
+        stored = self.outbox.put(self.options.meeting_id, segment, source=source, position=end)
+        self.status.segments += 1
+        if utterance.wall_clock_end is not None:
+            self.status.latencies.append(time.time() - utterance.wall_clock_end)
+        if self.on_segment is not None:
+            self.on_segment(stored)
+
+
+def _skip(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:
+    """The chunks without their first `samples` samples (what an earlier run already captured)."""
+    for chunk in chunks:
+        if samples <= 0:
+            yield chunk
+        elif len(chunk) <= samples:
+            samples -= len(chunk)
+        else:
+            yield chunk[samples:]
+            samples = 0
+
+
+def default_outbox_path() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("meetmem", appauthor=False)) / "edge-outbox.db"
+

@@ -1,0 +1,262 @@
+"""Speech recognition: the `ASR` protocol the pipeline uses, and `WhisperASR` on faster-whisper.
+
+`WhisperASR` runs a Whisper model in CTranslate2 int8 on the CPU, loaded by local path (`models`), never
+from a hub. The meeting's glossary (names, products) goes in as hotwords, which fixes the spelling of
+names the model has never heard. Whisper invents text on silence and noise, so every piece passes a guard
+before it is returned: the no-speech / log-probability rule of Whisper's own decoder, and a list of the
+phrases it is known to invent, compared after normalisation. Chinese output is converted to Simplified
+characters (Whisper often writes Traditional ones).
+
+faster-whisper (and OpenCC for Chinese) are imported inside the constructor: importing this module costs
+nothing, and a missing package raises `ModelUnavailable` naming the extra to install.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from .errors import ModelUnavailable, TranscriptionError
+from .models import whisper_model_dir
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16000
+
+#: Phrases Whisper produces from silence, music and noise (it learnt them from subtitle credits): a piece
+#: that is nothing but one of these, once normalised, is dropped whatever its scores.
+PHANTOM_PHRASES: tuple[str, ...] = (
+    "Thanks for watching!",
+    "Thank you for watching.",
+    "Thank you for watching!",
+    "Thanks for watching, and I'll see you next time.",
+    "Please subscribe to my channel.",
+    "Don't forget to like and subscribe.",
+    "Subtitles by the Amara.org community",
+    "Subtitles by Amara.org",
+    "Transcription by CastingWords",
+    "字幕由Amara.org社群提供",
+    "字幕由Amara.org社区提供",
+    "请不吝点赞 订阅 转发 打赏支持明镜与点点栏目",
+    "请不吝点赞订阅转发打赏支持明镜与点点栏目",
+    "明镜需要您的支持 欢迎订阅明镜",
+    "谢谢观看",
+    "感谢观看",
+    "谢谢大家观看",
+    "中文字幕",
+    "字幕志愿者",
+)
+#: Short phrases Whisper invents on near-silence but people also say ("Thank you."): dropped only when the
+#: model itself doubts there was speech (`no_speech_prob >= ASROptions.suspect_no_speech`).
+SUSPECT_PHRASES: tuple[str, ...] = ("you", "Thank you.", "Thanks.", "Bye.", "谢谢", "嗯", "Okay.")
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptPiece:
+    """One stretch of recognised text with its times (seconds, from the meeting's start when the caller
+    gave an offset) and the recogniser's confidence figures."""
+
+    start: float
+    end: float
+    text: str
+    avg_logprob: float
+    no_speech_prob: float
+    language: str | None
+
+
+class ASR(Protocol):
+    """What the pipeline needs from a speech recogniser."""
+
+    def transcribe(self, audio: np.ndarray, *, offset: float = 0.0, language: str | None = None,
+                   glossary: Sequence[str] = ()) -> list[TranscriptPiece]:
+        """Recognise 16 kHz mono float32 audio; piece times are `offset` plus seconds into `audio`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ASROptions:
+    """How `WhisperASR` loads and decodes.
+
+    Attributes:
+        model: `base`, `tiny.en`, or the path of a CTranslate2 Whisper model folder.
+        cache_dir: where the base model's parts are joined (default: the user's cache directory).
+        cpu_threads: CTranslate2 intra-op threads (1 on a busy Pi-class board, 2 on a free 2-core one).
+        beam_size: 1 is greedy decoding (fastest); 5 is Whisper's default.
+        language: `en`, `zh`, ... to fix it, or None to detect it per call among `languages`.
+        languages: the languages detection may choose from (the meeting's); None allows any.
+        glossary_as: how the glossary reaches the decoder: `hotwords` or `prompt` (the initial prompt).
+        no_speech_threshold, logprob_threshold: a piece with a higher no-speech probability and a lower
+            average log-probability is dropped (Whisper's own silence rule).
+        suspect_no_speech: the no-speech probability above which a `SUSPECT_PHRASES` piece is dropped.
+        temperatures: decoding temperatures tried in turn when the output looks like a loop or is unsure.
+            The default, greedy 0.0 alone, is deterministic (a fallback samples at random) and keeps the
+            time per utterance bounded on a small board.
+    """
+
+    model: str = "base"
+    cache_dir: str | None = None
+    cpu_threads: int = 2
+    beam_size: int = 1
+    language: str | None = None
+    languages: tuple[str, ...] | None = ("en", "zh")
+    glossary_as: str = "hotwords"
+    no_speech_threshold: float = 0.6
+    logprob_threshold: float = -1.0
+    suspect_no_speech: float = 0.3
+    temperatures: tuple[float, ...] = (0.0,)
+    compute_type: str = "int8"
+
+    def __post_init__(self) -> None:
+        if self.glossary_as not in ("hotwords", "prompt"):
+            raise ValueError(f"glossary_as must be 'hotwords' or 'prompt', not {self.glossary_as!r}")
+        if self.cpu_threads < 1 or self.beam_size < 1:
+            raise ValueError("cpu_threads and beam_size must be at least 1")
+
+
+def normalise_phrase(text: str) -> str:
+    """Case-folded, width-folded, without spaces or punctuation: for comparing a recognised piece with the
+    phantom lists (Chinese pieces are compared after their conversion to Simplified characters)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(c for c in text if c.isalnum())
+
+
+_PHANTOMS = frozenset(normalise_phrase(p) for p in PHANTOM_PHRASES)
+_SUSPECTS = frozenset(normalise_phrase(p) for p in SUSPECT_PHRASES)
+
+
+def is_hallucination(piece: TranscriptPiece, options: ASROptions) -> str | None:
+    """Why a piece looks invented rather than heard, or None when it passes. Pure: testable on values."""
+    key = normalise_phrase(piece.text)
+    if not key:
+        return "no words"
+    if key in _PHANTOMS:
+        return "a known phantom phrase"
+    if key in _SUSPECTS and piece.no_speech_prob >= options.suspect_no_speech:
+        return "a suspect phrase on probable silence"
+    if piece.no_speech_prob > options.no_speech_threshold and piece.avg_logprob < options.logprob_threshold:
+        return "probable silence"
+    return None
+
+
+class WhisperASR:
+    """faster-whisper on the CPU in int8, with the hallucination guard and Simplified Chinese output.
+
+    Args:
+        options: the model and decoding options.
+        model_dir: a ready model folder, bypassing the name lookup (tests, a custom model).
+
+    Raises:
+        ModelUnavailable: faster-whisper, OpenCC or the model's package is not installed.
+    """
+
+    def __init__(self, options: ASROptions | None = None, *, model_dir: str | os.PathLike[str] | None = None) -> None:
+        self.options = options or ASROptions()
+        try:
+            from faster_whisper import WhisperModel
+        except ImportError as exc:
+            raise ModelUnavailable("faster-whisper", "the speech recogniser is not installed") from exc
+        folder = model_dir or whisper_model_dir(self.options.model, cache_dir=self.options.cache_dir)
+        try:
+            self._model = WhisperModel(os.fspath(folder), device="cpu", compute_type=self.options.compute_type,
+                                       cpu_threads=self.options.cpu_threads, local_files_only=True)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise ModelUnavailable(self.options.model, f"cannot load the model from {folder} ({exc})") from exc
+        self.model_dir = os.fspath(folder)
+        self.multilingual = bool(self._model.model.is_multilingual)
+        self._to_simplified = None
+        if self.multilingual:
+            try:
+                from opencc import OpenCC
+            except ImportError as exc:
+                raise ModelUnavailable("opencc", "Chinese conversion (opencc-python-reimplemented) is not "
+                                                 "installed") from exc
+            self._to_simplified = OpenCC("t2s").convert
+        logger.info("loaded Whisper %s from %s (%s, %d thread(s), beam %d)", self.options.model, folder,
+                    self.options.compute_type, self.options.cpu_threads, self.options.beam_size)
+
+    def detect_language(self, audio: np.ndarray) -> tuple[str, float]:
+        """The most probable language of `audio` among `options.languages`, with its probability."""
+        if not self.multilingual:
+            return "en", 1.0
+        _, _, ranked = self._model.detect_language(_as_float32(audio))
+        allowed = self.options.languages
+        for language, probability in sorted(ranked, key=lambda pair: -pair[1]):
+            if allowed is None or language in allowed:
+                return language, probability
+        return ranked[0]
+
+    def transcribe(self, audio: np.ndarray, *, offset: float = 0.0, language: str | None = None,
+                   glossary: Sequence[str] = ()) -> list[TranscriptPiece]:
+        """Recognise one utterance (16 kHz mono; float32 in [-1, 1) or int16).
+
+        Args:
+            offset: added to every piece's times (the utterance's start in the meeting).
+            language: overrides `options.language` for this call; None detects it.
+            glossary: names and terms to spell right (hotwords or initial prompt).
+
+        Returns:
+            The pieces that pass the hallucination guard, in order; empty for silence and noise.
+        """
+        samples = _as_float32(audio)
+        if len(samples) < SAMPLE_RATE // 10:
+            return []
+        language = language or self.options.language
+        if not self.multilingual:
+            language = "en"
+        terms = ", ".join(t.strip() for t in glossary if t and t.strip()) or None
+        segments, info = self._decode(samples, language, terms)
+        allowed = self.options.languages
+        if language is None and allowed is not None and info.language not in allowed:
+            # Detected outside the meeting's languages (short or noisy audio): take the likeliest allowed
+            # one. faster-whisper decodes lazily, so the first attempt cost one encoder pass, no decoding.
+            ranked = sorted(info.all_language_probs or [], key=lambda pair: -pair[1])
+            best = next((lang for lang, _ in ranked if lang in allowed), allowed[0])
+            logger.debug("detected %s (%.2f), not among %s: using %s", info.language, info.language_probability,
+                         allowed, best)
+            segments, info = self._decode(samples, best, terms)
+        try:
+            decoded = list(segments)
+        except (RuntimeError, ValueError) as exc:
+            raise TranscriptionError(f"Whisper failed on {len(samples) / SAMPLE_RATE:.2f} s of audio: {exc}") from exc
+        pieces: list[TranscriptPiece] = []
+        for segment in decoded:
+            text = segment.text.strip()
+            if info.language == "zh" and self._to_simplified is not None:
+                text = self._to_simplified(text)
+            piece = TranscriptPiece(start=round(offset + segment.start, 3), end=round(offset + segment.end, 3),
+                                    text=text, avg_logprob=segment.avg_logprob,
+                                    no_speech_prob=segment.no_speech_prob, language=info.language)
+            reason = is_hallucination(piece, self.options)
+            if reason:
+                logger.info("dropped %r at %.2f s: %s (no_speech %.2f, logprob %.2f)", text, piece.start, reason,
+                            piece.no_speech_prob, piece.avg_logprob)
+                continue
+            pieces.append(piece)
+        return pieces
+
+    def _decode(self, samples: np.ndarray, language: str | None, terms: str | None) -> tuple[Any, Any]:
+        """faster-whisper's lazy segment generator and its TranscriptionInfo."""
+        options = self.options
+        try:
+            return self._model.transcribe(
+                samples, language=language, task="transcribe", beam_size=options.beam_size,
+                temperature=list(options.temperatures), condition_on_previous_text=False, vad_filter=False,
+                without_timestamps=False, no_speech_threshold=options.no_speech_threshold,
+                log_prob_threshold=options.logprob_threshold,
+                hotwords=terms if options.glossary_as == "hotwords" else None,
+                initial_prompt=terms if options.glossary_as == "prompt" else None)
+        except (RuntimeError, ValueError) as exc:
+            raise TranscriptionError(f"Whisper failed on {len(samples) / SAMPLE_RATE:.2f} s of audio: {exc}") from exc
+
+
+def _as_float32(audio: np.ndarray) -> np.ndarray:
+    array = np.asarray(audio)
+    if array.dtype == np.int16:
+        return array.astype(np.float32) / 32768.0
+    return np.ascontiguousarray(array, dtype=np.float32)

@@ -1,0 +1,304 @@
+"""Voice activity detection: a small state machine that cuts 16 kHz mono audio into utterances.
+
+Fed audio in chunks of any size (`insert_audio`), it classifies fixed frames with webrtcvad and returns
+the utterances that have ended (`process`), then the last one at the end of the stream (`finish`), as in
+whisper_streaming's `insert_audio_chunk / process_iter / finish`. It does no I/O and reads no clock:
+every time is computed from the sample count, so an utterance's `start`/`end` are sample-exact seconds
+from the meeting's start, and the same audio gives the same utterances whatever the chunk sizes.
+
+An utterance starts when enough of the recent frames are voiced (`onset_window_ms`, `onset_ratio`),
+`padding_ms` before its first voiced frame (the pre-roll keeps soft onsets Whisper needs), and ends after
+`min_silence_ms` of unvoiced frames, `hangover_ms` after its last voiced frame. One longer than
+`max_utterance_s` is cut (at its latest pause when there is one) so recognition latency stays bounded;
+one whose speech spans less than `min_utterance_ms` is dropped as a click or a cough.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ModelUnavailable
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16000
+
+
+@dataclass(frozen=True, slots=True)
+class VADOptions:
+    """How the segmenter decides where utterances begin and end (all durations in milliseconds unless
+    named `_s`).
+
+    Attributes:
+        aggressiveness: webrtcvad's mode, 0 (keeps the most audio as speech) to 3 (the strictest).
+        frame_ms: webrtcvad frame length: 10, 20 or 30.
+        padding_ms: audio kept before the first voiced frame (pre-roll).
+        hangover_ms: audio kept after the last voiced frame; at most `min_silence_ms`.
+        min_silence_ms: unvoiced audio that ends an utterance.
+        max_utterance_s: an utterance is cut at this length (Whisper's window is 30 s).
+        min_utterance_ms: utterances whose voiced span is shorter are dropped.
+        onset_window_ms, onset_ratio: speech starts when this share of the frames in the window is voiced.
+    """
+
+    aggressiveness: int = 2
+    frame_ms: int = 30
+    padding_ms: int = 200
+    hangover_ms: int = 200
+    min_silence_ms: int = 600
+    max_utterance_s: float = 20.0
+    min_utterance_ms: int = 200
+    onset_window_ms: int = 150
+    onset_ratio: float = 0.6
+
+    def __post_init__(self) -> None:
+        if self.aggressiveness not in (0, 1, 2, 3):
+            raise ValueError(f"aggressiveness must be 0..3, not {self.aggressiveness}")
+        if self.frame_ms not in (10, 20, 30):
+            raise ValueError(f"frame_ms must be 10, 20 or 30 (webrtcvad's frame lengths), not {self.frame_ms}")
+        if self.hangover_ms > self.min_silence_ms:
+            raise ValueError("hangover_ms must not exceed min_silence_ms")
+        if self.max_utterance_s * 1000 < 2 * self.min_silence_ms:
+            raise ValueError("max_utterance_s is too short for min_silence_ms")
+        if not 0 < self.onset_ratio <= 1:
+            raise ValueError("onset_ratio must be in (0, 1]")
+        if min(self.padding_ms, self.hangover_ms, self.min_utterance_ms, self.onset_window_ms) < 0:
+            raise ValueError("durations must not be negative")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Utterance:
+    """One stretch of speech: its audio (float32 in [-1, 1), 16 kHz mono) and where it lies.
+
+    Attributes:
+        start_sample, end_sample: sample indices from the meeting's start (end exclusive).
+        wall_clock_anchor: the wall-clock time (Unix seconds) of sample 0, when the caller gave one.
+        forced: True when the utterance was cut at `max_utterance_s` rather than ended by a pause.
+    """
+
+    start_sample: int
+    end_sample: int
+    audio: np.ndarray = field(repr=False)
+    wall_clock_anchor: float | None = None
+    forced: bool = False
+    sample_rate: int = SAMPLE_RATE
+
+    @property
+    def start(self) -> float:
+        """Seconds from the meeting's start."""
+        return self.start_sample / self.sample_rate
+
+    @property
+    def end(self) -> float:
+        return self.end_sample / self.sample_rate
+
+    @property
+    def duration(self) -> float:
+        return (self.end_sample - self.start_sample) / self.sample_rate
+
+    @property
+    def wall_clock_start(self) -> float | None:
+        """Wall-clock time of the utterance's first sample: the anchor plus `start`."""
+        return None if self.wall_clock_anchor is None else self.wall_clock_anchor + self.start
+
+    @property
+    def wall_clock_end(self) -> float | None:
+        return None if self.wall_clock_anchor is None else self.wall_clock_anchor + self.end
+
+
+def to_int16(audio: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
+    """Audio as an int16 array: little-endian PCM bytes, int16 as is, float in [-1, 1] scaled."""
+    if isinstance(audio, bytes | bytearray | memoryview):
+        raw = bytes(audio)
+        if len(raw) % 2:
+            raise ValueError("16-bit PCM needs an even number of bytes")
+        return np.frombuffer(raw, dtype="<i2").astype(np.int16, copy=False)
+    array = np.asarray(audio)
+    if array.ndim != 1:
+        raise ValueError(f"expected mono audio (one dimension), got shape {array.shape}")
+    if array.dtype == np.int16:
+        return array
+    if np.issubdtype(array.dtype, np.floating):
+        return (np.clip(array, -1.0, 32767 / 32768) * 32768).astype(np.int16)
+    raise ValueError(f"unsupported sample type {array.dtype}")
+
+
+class VADSegmenter:
+    """Cuts a 16 kHz mono stream into utterances (see the module docstring).
+
+    Args:
+        options: the segmentation policy.
+        wall_clock_anchor: the wall-clock time of the stream's first sample, copied onto each utterance.
+    """
+
+    def __init__(self, options: VADOptions | None = None, *, wall_clock_anchor: float | None = None) -> None:
+        try:
+            import webrtcvad
+        except ImportError as exc:
+            raise ModelUnavailable("webrtcvad", "the voice activity detector is not installed") from exc
+        self.options = options or VADOptions()
+        self.wall_clock_anchor = wall_clock_anchor
+        self._vad = webrtcvad.Vad(self.options.aggressiveness)
+        opts = self.options
+        self._frame = SAMPLE_RATE * opts.frame_ms // 1000
+        self._onset_frames = max(1, round(opts.onset_window_ms / opts.frame_ms))
+        self._onset_needed = max(1, round(self._onset_frames * opts.onset_ratio))
+        self._padding = SAMPLE_RATE * opts.padding_ms // 1000
+        self._hangover = SAMPLE_RATE * opts.hangover_ms // 1000
+        self._silence_frames = max(1, round(opts.min_silence_ms / opts.frame_ms))
+        self._max_samples = int(opts.max_utterance_s * SAMPLE_RATE)
+        self._min_voiced = SAMPLE_RATE * opts.min_utterance_ms // 1000
+        self._pending = np.zeros(0, dtype=np.int16)  # samples not yet a whole frame
+        self._frames: deque[np.ndarray] = deque()  # retained whole frames, the first at `_kept_from`
+        self._kept_from = 0  # sample index of the first retained frame
+        self._classified = 0  # samples classified so far (a multiple of the frame length)
+        self._recent: deque[tuple[int, bool]] = deque(maxlen=self._onset_frames)
+        self._in_speech = False
+        self._start = 0  # the current utterance's first sample
+        self._voiced_first = 0  # its first and last voiced sample (end exclusive)
+        self._voiced_end = 0
+        self._unvoiced_run = 0
+        self._pause_at: int | None = None  # latest frame start after a voiced frame: a cut point
+        self._previous_end = 0  # an utterance never starts before the previous one ended
+        self._continuation = False  # the current utterance goes on from a forced cut
+
+    @property
+    def samples_seen(self) -> int:
+        """Samples inserted so far."""
+        return self._classified + len(self._pending)
+
+    @property
+    def audio_time(self) -> float:
+        """Seconds of audio inserted so far."""
+        return self.samples_seen / SAMPLE_RATE
+
+    @property
+    def in_speech(self) -> bool:
+        return self._in_speech
+
+    def insert_audio(self, audio: bytes | bytearray | memoryview | np.ndarray) -> None:
+        """Queue more audio: 16-bit little-endian PCM bytes, or an int16 / float32 array."""
+        samples = to_int16(audio)
+        if len(samples):
+            self._pending = np.concatenate([self._pending, samples])
+
+    def process(self) -> list[Utterance]:
+        """Classify every whole frame queued so far; return the utterances that ended."""
+        done: list[Utterance] = []
+        frame = self._frame
+        whole = len(self._pending) // frame * frame
+        if not whole:
+            return done
+        queued, self._pending = self._pending[:whole], self._pending[whole:].copy()
+        for offset in range(0, whole, frame):
+            samples = queued[offset:offset + frame]
+            voiced = self._vad.is_speech(samples.tobytes(), SAMPLE_RATE)
+            self._frames.append(samples)
+            begin = self._classified
+            self._classified += frame
+            utterance = self._step(begin, voiced)
+            if utterance is not None:
+                done.append(utterance)
+        return done
+
+    def feed(self, audio: bytes | bytearray | memoryview | np.ndarray) -> list[Utterance]:
+        """`insert_audio` then `process`."""
+        self.insert_audio(audio)
+        return self.process()
+
+    def finish(self) -> list[Utterance]:
+        """End of stream: classify what is left and close the utterance in progress, if any."""
+        done = self.process()
+        if self._in_speech:
+            end = min(self._voiced_end + self._hangover, self.samples_seen)
+            if end - self._start > self._max_samples:  # the unclassified tail took it past the limit
+                cut = self._emit(self._start + self._max_samples, forced=True)
+                done += [cut] if cut is not None else []
+            utterance = self._emit(end, forced=False)
+            if utterance is not None:
+                done.append(utterance)
+        return done
+
+    def _step(self, begin: int, voiced: bool) -> Utterance | None:
+        end = begin + self._frame
+        if not self._in_speech:
+            self._recent.append((begin, voiced))
+            if sum(v for _, v in self._recent) >= self._onset_needed:
+                first = min(b for b, v in self._recent if v)
+                self._in_speech = True
+                self._start = max(first - self._padding, self._previous_end, self._kept_from)
+                self._voiced_first = first
+                self._voiced_end = max(b for b, v in self._recent if v) + self._frame
+                self._unvoiced_run = 0 if voiced else (end - self._voiced_end) // self._frame
+                self._pause_at = None
+                self._recent.clear()
+            else:
+                self._trim(end - self._padding - self._onset_frames * self._frame)
+            return None
+        if voiced:
+            self._voiced_end = end
+            self._unvoiced_run = 0
+        else:
+            if self._unvoiced_run == 0:
+                self._pause_at = begin
+            self._unvoiced_run += 1
+            if self._unvoiced_run >= self._silence_frames:
+                return self._emit(min(self._voiced_end + self._hangover, end), forced=False)
+        if end - self._start >= self._max_samples:
+            if self._unvoiced_run:
+                # The limit fell in a pause: end the utterance there, as a long enough pause would have.
+                return self._emit(min(self._voiced_end + self._hangover, self._start + self._max_samples),
+                                  forced=False)
+            # Cut mid-speech: at the latest pause in the second half, else at the limit; the speech goes
+            # on as the next utterance.
+            cut = self._start + self._max_samples
+            if self._pause_at is not None and self._pause_at - self._start >= self._max_samples // 2:
+                cut = self._pause_at
+            return self._emit(cut, forced=True)
+        return None
+
+    def _emit(self, end: int, *, forced: bool) -> Utterance | None:
+        start = self._start
+        voiced_span = min(self._voiced_end, end) - self._voiced_first
+        audio = self._slice(start, end)
+        continuation = self._continuation
+        if forced:
+            # Still in speech: the rest continues as the next utterance, from the cut.
+            self._start = end
+            self._voiced_first = end
+            self._pause_at = None
+        else:
+            self._in_speech = False
+            self._unvoiced_run = 0
+        self._continuation = forced
+        self._previous_end = end
+        self._trim(end)
+        # A short burst is dropped as a click, but never the tail of speech that was cut at the limit.
+        too_short = voiced_span <= 0 or (voiced_span < self._min_voiced and not continuation)
+        if too_short and not forced:
+            logger.debug("dropped a %.2f s burst at %.2f s", voiced_span / SAMPLE_RATE, start / SAMPLE_RATE)
+            return None
+        return Utterance(start, end, audio.astype(np.float32) / 32768.0, self.wall_clock_anchor, forced)
+
+    def _slice(self, start: int, end: int) -> np.ndarray:
+        """Samples [start, end) from the retained frames (and the pending tail at the stream's end)."""
+        parts = [*self._frames, self._pending]
+        joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int16)
+        return joined[start - self._kept_from:end - self._kept_from]
+
+    def _trim(self, keep_from: int) -> None:
+        """Forget retained frames that lie wholly before `keep_from`."""
+        while self._frames and self._kept_from + self._frame <= keep_from:
+            self._frames.popleft()
+            self._kept_from += self._frame
+
+
+def segment(audio: bytes | np.ndarray, options: VADOptions | None = None, *,
+            wall_clock_anchor: float | None = None) -> list[Utterance]:
+    """All utterances of a whole recording in one call (a voice question, a test)."""
+    segmenter = VADSegmenter(options, wall_clock_anchor=wall_clock_anchor)
+    segmenter.insert_audio(audio)
+    return segmenter.finish()

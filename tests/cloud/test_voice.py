@@ -1,0 +1,103 @@
+"""Spoken questions on the cloud: real speech (espeak-ng), the real Whisper base weights, the edge's ASR."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from meetmem.store.records import SegmentInput
+
+Api = Any  # tests/cloud/conftest.py: a TestClient on a fresh app, with token helpers
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(not (shutil.which("espeak-ng") and shutil.which("sox")), reason="needs espeak-ng and sox"),
+]
+
+MEETING = "design-review"
+QUESTION = "What does the tooling for the aluminium version cost?"
+
+
+def _say(text: str, path: Path, *, rate: int = 16000, raw: bool = False) -> Path:
+    spoken = path.with_suffix(".espeak.wav")
+    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(spoken), text], check=True, capture_output=True)
+    out_type = ["-t", "raw", "-e", "signed-integer"] if raw else []
+    subprocess.run(["sox", str(spoken), "-r", str(rate), "-c", "1", "-b", "16", *out_type, str(path), "pad", "0.3",
+                    "0.3"], check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def question_wav(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _say(QUESTION, tmp_path_factory.mktemp("voice") / "question.wav")
+
+
+@pytest.fixture
+def voice_api(make_api: Any, sample_device_and_segments: tuple[str, list[SegmentInput]],
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[Api, dict[str, str]]:
+    api = make_api(voice_model="base")
+    token = api.token("local")
+    device_id, segments = sample_device_and_segments
+    body = {"device_id": device_id, "segments": [{k: v for k, v in asdict(s).items() if v is not None}
+                                                 for s in segments]}
+    assert api.client.post(f"/v1/meetings/{MEETING}/segments", json=body, headers=api.headers(token)).status_code == 200
+    return api, api.headers(token)
+
+
+def _ask(api: Api, headers: dict[str, str], content: bytes, name: str = "q.wav", **form: Any) -> Any:
+    return api.client.post(f"/v1/meetings/{MEETING}/ask/voice", headers=headers,
+                           files={"file": (name, content, "application/octet-stream")}, data=form)
+
+
+def test_a_spoken_question_gets_the_typed_answer(voice_api: tuple[Api, dict[str, str]], question_wav: Path) -> None:
+    api, headers = voice_api
+    r = _ask(api, headers, question_wav.read_bytes())
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert "tooling" in got["transcribed_question"].lower()
+    assert "$4,250" in got["answer"] and got["citations"] and got["kind"] == "verbatim"
+    typed = api.client.post(f"/v1/meetings/{MEETING}/ask", json={"question": got["transcribed_question"]},
+                            headers=headers).json()
+    assert {k: v for k, v in got.items() if k != "transcribed_question"} == typed
+
+
+def test_raw_pcm_at_another_rate_is_resampled(voice_api: tuple[Api, dict[str, str]], tmp_path: Path) -> None:
+    api, headers = voice_api
+    pcm = _say(QUESTION, tmp_path / "question.raw", rate=44100, raw=True)
+    r = _ask(api, headers, pcm.read_bytes(), name="question.raw", sample_rate="44100")
+    assert r.status_code == 200, r.text
+    assert "$4,250" in r.json()["answer"]
+
+
+@pytest.mark.parametrize(("content", "form", "needle"), [
+    (b"", {}, "empty"),
+    (b"RIFF\x24\x00\x00\x00WAVEfmt garbage", {}, "file"),
+    (b"not audio at all\n" * 100, {}, "file"),
+    (b"\x00\x01\x02", {"sample_rate": "16000"}, "16-bit"),
+    (b"\x00\x00" * 16000, {"sample_rate": "300"}, "sample_rate"),
+    (b"\x00\x00" * 16000, {"sample_rate": "16000"}, "no speech"),
+])
+def test_bad_audio_is_a_clear_422(voice_api: tuple[Api, dict[str, str]], content: bytes, form: dict[str, str],
+                                  needle: str) -> None:
+    api, headers = voice_api
+    r = _ask(api, headers, content, **form)
+    assert r.status_code == 422, r.text
+    assert needle in r.json()["detail"]
+
+
+def test_without_a_recogniser_spoken_questions_are_503(make_api: Any, question_wav: Path) -> None:
+    api = make_api(embedders=None)  # voice_model none
+    token = api.token("acme")
+    headers = api.headers(token)
+    api.client.post("/v1/meetings/m/segments", headers=headers,
+                    json={"device_id": "d", "segments": [{"seq": 0, "start": 0, "end": 1, "text": "hello"}]})
+    r = api.client.post("/v1/meetings/m/ask/voice", headers=headers,
+                        files={"file": ("q.wav", question_wav.read_bytes(), "audio/wav")})
+    assert r.status_code == 503 and "voice_model" in r.json()["detail"]
+    assert api.client.post("/v1/meetings/other/ask/voice", headers=headers,
+                           files={"file": ("q.wav", b"x", "audio/wav")}).status_code == 404

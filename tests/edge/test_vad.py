@@ -1,0 +1,145 @@
+"""The VAD segmenter on real speech (espeak-ng) with known boundaries, and its invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from meetmem.edge.vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter, segment
+
+TOLERANCE_S = 0.3
+
+
+def spans(utterances: list[Utterance]) -> list[tuple[int, int]]:
+    return [(u.start_sample, u.end_sample) for u in utterances]
+
+
+def test_two_sentences_give_two_utterances_at_the_true_boundaries(two_sentences) -> None:
+    """The detector alone (no padding, no hangover) finds each sentence within 0.3 s."""
+    found = segment(two_sentences.samples, VADOptions(padding_ms=0, hangover_ms=0))
+    assert len(found) == 2
+    for utterance, (start, end) in zip(found, two_sentences.spans, strict=True):
+        assert abs(utterance.start - start) <= TOLERANCE_S, (utterance.start, start)
+        assert abs(utterance.end - end) <= TOLERANCE_S, (utterance.end, end)
+
+
+def test_padding_and_hangover_keep_every_word(two_sentences) -> None:
+    """With the default pre-roll and hangover an utterance holds all of its speech, and little more."""
+    options = VADOptions()
+    found = segment(two_sentences.samples, options)
+    assert len(found) == 2
+    slack = TOLERANCE_S + max(options.padding_ms, options.hangover_ms) / 1000
+    for utterance, (start, end) in zip(found, two_sentences.spans, strict=True):
+        assert utterance.start <= start and utterance.end >= end
+        assert utterance.start >= start - slack and utterance.end <= end + slack
+
+
+def test_times_are_sample_exact_and_the_audio_is_the_source(two_sentences) -> None:
+    for utterance in segment(two_sentences.samples):
+        assert utterance.start == utterance.start_sample / SAMPLE_RATE
+        assert len(utterance.audio) == utterance.end_sample - utterance.start_sample
+        assert utterance.audio.dtype == np.float32
+        source = two_sentences.samples[utterance.start_sample:utterance.end_sample]
+        np.testing.assert_array_equal(utterance.audio, source.astype(np.float32) / 32768)
+
+
+def test_wall_clock_anchor_is_the_time_of_sample_zero(two_sentences) -> None:
+    anchor = 1_741_776_000.25
+    found = segment(two_sentences.samples, wall_clock_anchor=anchor)
+    for utterance in found:
+        assert utterance.wall_clock_start == pytest.approx(anchor + utterance.start)
+        assert utterance.wall_clock_end == pytest.approx(anchor + utterance.end)
+    assert all(u.wall_clock_start is None for u in segment(two_sentences.samples))
+
+
+def test_max_utterance_length_forces_cuts(two_sentences) -> None:
+    options = VADOptions(max_utterance_s=1.5)
+    found = segment(two_sentences.samples, options)
+    assert len(found) >= 5
+    assert all(u.duration <= options.max_utterance_s + 1e-9 for u in found)
+    assert any(u.forced for u in found)
+    # A forced cut loses nothing: the next piece starts where the cut one ended.
+    for cut, following in zip(found, found[1:], strict=False):
+        if cut.forced:
+            assert following.start_sample == cut.end_sample
+    # Every sentence is still covered end to end.
+    for start, end in two_sentences.spans:
+        assert any(u.start <= start + 0.05 for u in found)
+        assert any(u.end >= end - 0.05 for u in found)
+
+
+def test_silence_and_dither_give_nothing() -> None:
+    rng = np.random.default_rng(7)
+    silence = np.zeros(SAMPLE_RATE * 5, dtype=np.int16)
+    dither = rng.integers(-3, 4, SAMPLE_RATE * 5).astype(np.int16)
+    assert segment(silence) == []
+    assert segment(dither) == []
+
+
+def test_a_click_shorter_than_the_minimum_is_dropped() -> None:
+    audio = np.zeros(SAMPLE_RATE * 3, dtype=np.int16)
+    t = np.arange(int(0.06 * SAMPLE_RATE)) / SAMPLE_RATE
+    audio[SAMPLE_RATE:SAMPLE_RATE + len(t)] = (8000 * np.sin(2 * np.pi * 300 * t)).astype(np.int16)
+    assert segment(audio, VADOptions(aggressiveness=0, min_utterance_ms=200)) == []
+
+
+def test_bytes_int16_and_float32_input_agree(two_sentences) -> None:
+    samples = two_sentences.samples
+    from_int16 = spans(segment(samples))
+    assert spans(segment(samples.astype("<i2").tobytes())) == from_int16
+    assert spans(segment(samples.astype(np.float32) / 32768)) == from_int16
+
+
+def test_streaming_state_and_finish(two_sentences) -> None:
+    segmenter = VADSegmenter()
+    done = segmenter.feed(two_sentences.samples[:SAMPLE_RATE * 6])
+    assert len(done) == 1  # the first sentence ended in the 1.5 s pause
+    assert segmenter.audio_time == pytest.approx(6.0)
+    done += segmenter.feed(two_sentences.samples[SAMPLE_RATE * 6:])
+    done += segmenter.finish()
+    assert spans(done) == spans(segment(two_sentences.samples))
+    assert segmenter.finish() == []
+
+
+def test_speech_running_to_the_end_of_the_stream_is_closed_by_finish(budget_speech) -> None:
+    clipped = budget_speech.samples[: int(2.0 * SAMPLE_RATE) + 7]  # ends mid-word, mid-frame
+    found = segment(clipped)
+    assert len(found) == 1
+    assert found[0].end_sample == len(clipped)
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="frame_ms"):
+        VADOptions(frame_ms=25)
+    with pytest.raises(ValueError, match="aggressiveness"):
+        VADOptions(aggressiveness=4)
+    with pytest.raises(ValueError, match="hangover"):
+        VADOptions(hangover_ms=800, min_silence_ms=500)
+    with pytest.raises(ValueError, match="even number"):
+        VADSegmenter().insert_audio(b"\x00\x01\x02")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(min_value=1, max_value=9000), min_size=1, max_size=30),
+       as_bytes=st.booleans(), frame_ms=st.sampled_from([10, 20, 30]))
+def test_chunk_sizes_do_not_change_the_result(two_sentences, sizes: list[int], as_bytes: bool,
+                                              frame_ms: int) -> None:
+    """Any way of slicing the stream gives the same utterances, to the sample, as one big chunk."""
+    samples = two_sentences.samples
+    options = VADOptions(frame_ms=frame_ms, max_utterance_s=2.5)
+    expected = segment(samples, options)
+    segmenter = VADSegmenter(options)
+    found: list[Utterance] = []
+    at, turn = 0, 0
+    while at < len(samples):
+        size = sizes[turn % len(sizes)]
+        chunk = samples[at:at + size]
+        found += segmenter.feed(chunk.tobytes() if as_bytes else chunk)
+        at, turn = at + size, turn + 1
+    found += segmenter.finish()
+    assert spans(found) == spans(expected)
+    for mine, theirs in zip(found, expected, strict=True):
+        np.testing.assert_array_equal(mine.audio, theirs.audio)
+        assert mine.forced == theirs.forced
