@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -46,3 +47,17 @@ def read_microphone(*, chunk_seconds: float = 0.1, device: int | str | None = No
                 log.error("the recogniser fell %d blocks behind the microphone; that audio was lost", overflows)
                 overflows = 0
             yield np.frombuffer(blocks.get(), dtype="<i2").astype(np.int16)
+
+
+def record_until(stop: threading.Event, *, max_seconds: float = 30.0) -> np.ndarray:
+    """Push-to-talk: microphone audio until `stop` is set (the key released) or `max_seconds` pass, as
+    float32 in [-1, 1)."""
+    chunks: list[np.ndarray] = []
+    total = 0
+    for chunk in read_microphone():
+        chunks.append(chunk)
+        total += len(chunk)
+        if stop.is_set() or total >= max_seconds * SAMPLE_RATE:
+            break
+    samples = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
+    return samples.astype(np.float32) / 32768.0

@@ -143,7 +143,10 @@ def cmd_edge_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.edge.sync import CloudClient
 
     cloud, token = _cloud_and_token(args)
-    samples = audio.decode_file(args.audio)
+    if args.audio == "mic":
+        samples = _push_to_talk()
+    else:
+        samples = audio.decode_file(args.audio)
     if not ctx.quiet:
         note(f"loading the Whisper {args.model} model ...")
     asr = _asr(args)
@@ -166,6 +169,23 @@ def cmd_edge_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     else:
         print(f"Q: {question}\n{answer['answer']}")
     return 0
+
+
+def _push_to_talk() -> Any:
+    """Record from the microphone from now until Enter is pressed (at most 30 s)."""
+    import threading
+
+    from meetmem.edge.microphone import record_until
+
+    stop = threading.Event()
+
+    def wait_for_enter() -> None:
+        sys.stdin.readline()
+        stop.set()
+
+    note("recording your question: press Enter when you have finished speaking")
+    threading.Thread(target=wait_for_enter, name="push-to-talk", daemon=True).start()
+    return record_until(stop)
 
 
 def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -203,6 +223,7 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     p = edge_sub.add_parser("ask", parents=[common, asr], help="ask the cloud a spoken question",
                             description="Transcribe a spoken question on the device and ask the cloud; prints "
                             "the answer with `transcribed_question`.")
-    p.add_argument("--audio", required=True, help="the question as an audio file")
+    p.add_argument("--audio", required=True,
+                   help="the question as an audio file, or `mic`: push-to-talk (speak, then press Enter)")
     p.add_argument("--explain", action="store_true", help="also return the manifest of the context used")
     p.set_defaults(func=cmd_edge_ask)

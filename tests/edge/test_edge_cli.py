@@ -200,3 +200,19 @@ def test_bad_audio_is_a_one_line_error(cli_command: list[str], tmp_path: Path, c
 def test_missing_cloud_settings_are_named(cli_command: list[str], meeting_audio: Any) -> None:
     result = _edge(cli_command, "run", "--input", str(meeting_audio.path), "--meeting", "m")
     assert result.returncode == 1 and "--cloud" in result.stderr and "--token" in result.stderr
+
+
+def test_the_microphone_without_sounddevice_is_a_clear_error(cli_command: list[str], tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    try:
+        import sounddevice  # noqa: F401
+    except (ImportError, OSError):
+        pass
+    else:
+        pytest.skip("sounddevice is installed here; this checks the message when it is not")
+    for args in (["run", "--input", "mic", "--outbox", str(tmp_path / "o.db")], ["ask", "--audio", "mic"]):
+        result = subprocess.run([*cli_command, "edge", *args, "--meeting", "m", "--cloud", "http://127.0.0.1:9",
+                                 "--token", "t", *COMMON], capture_output=True, text=True, env=_env(), timeout=120,
+                                stdin=subprocess.DEVNULL)
+        assert result.returncode == 1, result.stderr
+        assert "sounddevice" in result.stderr and "Traceback" not in result.stderr
