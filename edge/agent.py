@@ -27,6 +27,10 @@ from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 log = logging.getLogger(__name__)
 
 _CJK = ("\u3400", "\u9fff")
+#: Silence put between packed utterances (as long as the VAD's default pause), and how far a recognised
+#: piece may reach into a second utterance before the pack is transcribed utterance by utterance instead.
+PACK_GAP = 0.6
+PACK_STRADDLE = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,10 @@ class CaptureOptions:
         glossary: names and terms: ASR hotwords, and protected from filler cleaning.
         speaker: the speaker label to give every segment (None: unknown).
         vad: the utterance segmentation policy.
+        pack_seconds: a file read as fast as it decodes is transcribed in windows of up to this much speech
+            (several utterances with a pause between them, one Whisper call): Whisper encodes a whole 30 s
+            window whatever it holds, so one short utterance per call costs several times more (0: never
+            pack). Live input is transcribed one utterance at a time, as soon as it ends.
     """
 
     meeting_id: str
@@ -46,6 +54,7 @@ class CaptureOptions:
     glossary: tuple[str, ...] = ()
     speaker: str | None = None
     vad: VADOptions = field(default_factory=VADOptions)
+    pack_seconds: float = 24.0
 
 
 @dataclass
@@ -133,26 +142,86 @@ class CaptureAgent:
         status = self.status
         status.resumed_at = status.audio_time = done_until
         vad = VADSegmenter(self.options.vad, wall_clock_anchor=anchor)
+        pack = self.options.pack_seconds if not live and anchor is None else 0.0
+        waiting: list[Utterance] = []
+        base = offset + skip / SAMPLE_RATE
         for chunk in _skip(chunks, skip):
             for utterance in vad.feed(chunk):
-                self._store(utterance, offset + skip / SAMPLE_RATE, source)
+                waiting.append(utterance)
+                if sum(u.duration + PACK_GAP for u in waiting) > pack:
+                    self._flush(waiting[:-1] if len(waiting) > 1 and pack else waiting, base, source)
+                    waiting = waiting[-1:] if len(waiting) > 1 and pack else []
             status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
             if self.on_status is not None:
                 self.on_status(status)
-        for utterance in vad.finish():
-            self._store(utterance, offset + skip / SAMPLE_RATE, source)
+        waiting.extend(vad.finish())
+        while waiting:
+            take = 1
+            while take < len(waiting) and sum(u.duration + PACK_GAP for u in waiting[: take + 1]) <= pack:
+                take += 1
+            self._flush(waiting[:take], base, source)
+            waiting = waiting[take:]
         status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
         self.outbox.record_progress(meeting, source, status.audio_time)
         if self.on_status is not None:
             self.on_status(status)
         return status
 
-    def _store(self, utterance: Utterance, offset: float, source: str) -> None:
-        start, end = offset + utterance.start, offset + utterance.end
+    def _flush(self, utterances: list[Utterance], offset: float, source: str) -> None:
+        """Transcribe utterances (packed into one call when there are several) and store them in order."""
+        if not utterances:
+            return
+        texts = self._transcribe_packed(utterances) if len(utterances) > 1 else None
+        for i, utterance in enumerate(utterances):
+            if texts is None:
+                self._store(utterance, offset, source)
+            else:
+                self._store(utterance, offset, source, pieces=texts[i])
+
+    def _transcribe_packed(self, utterances: list[Utterance]) -> list[list[TranscriptPiece]] | None:
+        """One Whisper call for several utterances; each recognised piece goes to the utterance it overlaps.
+
+        Returns None when a piece straddles two utterances (Whisper ran them together): the caller then
+        transcribes them one by one, so no utterance's words end up in another's segment.
+        """
+        gap = np.zeros(int(PACK_GAP * SAMPLE_RATE), dtype=np.float32)
+        parts: list[np.ndarray] = []
+        spans: list[tuple[float, float]] = []
+        at = 0.0
+        for utterance in utterances:
+            if parts:
+                parts.append(gap)
+                at += PACK_GAP
+            spans.append((at, at + utterance.duration))
+            parts.append(np.asarray(utterance.audio, dtype=np.float32))
+            at += utterance.duration
         began = time.perf_counter()
-        pieces = self.asr.transcribe(utterance.audio, offset=start, language=self.options.language,
+        pieces = self.asr.transcribe(np.concatenate(parts), offset=0.0, language=self.options.language,
                                      glossary=self.options.glossary)
         self.status.transcribe_time += time.perf_counter() - began
+        assigned: list[list[TranscriptPiece]] = [[] for _ in utterances]
+        for piece in pieces:
+            overlaps = [max(0.0, min(piece.end, end) - max(piece.start, start)) for start, end in spans]
+            ranked = sorted(range(len(spans)), key=lambda i: -overlaps[i])
+            if len(ranked) > 1 and overlaps[ranked[1]] > PACK_STRADDLE:
+                log.debug("a piece straddles two packed utterances; transcribing them one by one")
+                return None
+            if overlaps[ranked[0]] > 0:
+                target = ranked[0]
+            else:  # a piece timed inside a pause: the nearest utterance
+                middle = (piece.start + piece.end) / 2
+                target = min(range(len(spans)), key=lambda i: abs((spans[i][0] + spans[i][1]) / 2 - middle))
+            assigned[target].append(piece)
+        return assigned
+
+    def _store(self, utterance: Utterance, offset: float, source: str,
+               pieces: list[TranscriptPiece] | None = None) -> None:
+        start, end = offset + utterance.start, offset + utterance.end
+        if pieces is None:
+            began = time.perf_counter()
+            pieces = self.asr.transcribe(utterance.audio, offset=start, language=self.options.language,
+                                         glossary=self.options.glossary)
+            self.status.transcribe_time += time.perf_counter() - began
         cleaned = self.cleaner.clean(join_pieces(pieces))
         if not cleaned.text:
             self.status.dropped += 1

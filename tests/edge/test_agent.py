@@ -1,0 +1,63 @@
+"""The capture agent on real speech and the real base weights: packing utterances into one Whisper window
+keeps every utterance's own times and words, and a resumed capture skips exactly what was stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from meetmem.edge import audio
+from meetmem.edge.agent import CaptureAgent, CaptureOptions
+from meetmem.edge.outbox import Outbox
+
+pytestmark = pytest.mark.model
+
+SENTENCES = (
+    "Priya will send the budget of 4,500 dollars by March 12th.",
+    "The supplier wants the final order by Friday morning.",
+    "We decided to use the aluminium casing for the first batch.",
+    "Let's meet again next Tuesday at ten.",
+)
+
+
+@pytest.fixture(scope="module")
+def four_sentences(make_speech: Callable[..., Any], join_speech: Callable[..., Any]) -> Any:
+    return join_speech([make_speech(text) for text in SENTENCES], gap=1.2, name="four_sentences")
+
+
+def _capture(asr: Any, path: Path, outbox_path: Path, pack: float) -> list[Any]:
+    with Outbox(outbox_path) as outbox:
+        agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id="m", language="en", glossary=("Priya",),
+                                                         pack_seconds=pack))
+        status = agent.run(audio.read_file(path), source="file:test")
+        assert status.segments == len(outbox.pending(100))
+        return outbox.pending(100)
+
+
+def test_packed_utterances_keep_their_own_times_and_words(base_asr: Any, four_sentences: Any, tmp_path: Path) -> None:
+    one_by_one = _capture(base_asr, four_sentences.path, tmp_path / "a.db", pack=0)
+    packed = _capture(base_asr, four_sentences.path, tmp_path / "b.db", pack=24)
+    assert len(one_by_one) == len(packed) == len(SENTENCES)
+    for single, joint, (start, end) in zip(one_by_one, packed, four_sentences.spans, strict=True):
+        assert (single.start, single.end) == (joint.start, joint.end)  # the VAD's times, not Whisper's
+        assert abs(joint.start - start) < 0.5 and abs(joint.end - end) < 0.6
+        words, other = set(joint.text.lower().split()), set(single.text.lower().split())
+        assert len(words & other) >= 0.6 * len(words | other), (joint.text, single.text)
+    assert "4,500" in packed[0].text and "Priya" in packed[0].text
+    assert "casing" in packed[2].text.lower()
+
+
+def test_a_resumed_capture_skips_what_was_stored(base_asr: Any, four_sentences: Any, tmp_path: Path) -> None:
+    with Outbox(tmp_path / "o.db") as outbox:
+        agent = CaptureAgent(base_asr, outbox, CaptureOptions(meeting_id="m", language="en", pack_seconds=0))
+        # The first run stops (as if killed) after the first chunk holding the end of sentence two.
+        cut = int(four_sentences.spans[1][1] * 16000) + 16000
+        agent.run([four_sentences.samples[:cut]], source="file:x")
+        first = [s.start for s in outbox.pending(100)]
+        agent.run(audio.read_file(four_sentences.path), source="file:x")
+        starts = [s.start for s in outbox.pending(100)]
+    assert starts[: len(first)] == first and len(starts) == len(SENTENCES)
+    assert starts == sorted(starts)
