@@ -1,0 +1,490 @@
+"""`meetmem bench edge`: the edge agent's speed, memory, latency and recognition quality.
+
+* Speed: the project's generated meeting (`meetmem/demo_data/sample_meeting.ogg`, 4 minutes of espeak-ng
+  voices) through what `meetmem edge run` does with a file (decode, VAD, utterances packed into Whisper
+  windows, Whisper int8, cleaning, the outbox), for each model, beam size and thread count, each in a fresh
+  process (`edge_process`) whose peak RSS is the edge's own; plus base one utterance per call, as live input
+  is transcribed. One thread also pins the process to one core: a Pi-class board. Real-time factor = wall
+  seconds of the capture / seconds of audio; the recogniser's share is reported beside it. WER of each
+  configuration against the meeting's reference, so that speed and accuracy are judged on the same audio.
+* Latency: the meeting replayed at speaking pace (`paced`, as `edge run --realtime`) with the uploader
+  sending to a real `meetmem serve` on loopback: end of speech (the reference's) -> in the outbox ->
+  acknowledged, p50/p95, with each utterance's transcription time; in 1 s chunks (what `--realtime` reads)
+  and in 0.1 s chunks (what the microphone delivers).
+* Quality on real speech (`--data`, the shared clips): WER for English, CER for Mandarin.
+* The glossary: WER of the generated meeting with and without its names and product codes as hotwords.
+
+Prints one JSON object on stdout; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .edge_process import Cloud, create_token, run_edge
+from .measure import latency
+from .serve_process import ServeBenchError, free_port
+
+DEMO = Path(__file__).resolve().parent.parent / "meetmem" / "demo_data"
+TARGET = {"rtf": 0.12, "peak_rss_mb": 450.0, "ack_minus_transcription_p95_ms": 1000.0}
+QUICK_SECONDS = 60.0
+SAMPLE_RATE = 16000
+
+# ------------------------------------------------------------------------------------------------------
+# Scoring: pure functions.
+# ------------------------------------------------------------------------------------------------------
+
+_DIGIT_GROUP = re.compile(r"(?<=\d)[,.](?=\d{3}\b)")  # 4,250 -> 4250 (but 10.5 stays two numbers)
+_APOSTROPHE = re.compile(r"['’]")
+
+
+def normalise(text: str) -> str:
+    """Case-folded, width-folded text with punctuation replaced by spaces (apostrophes and the separators of
+    digit groups are removed instead, so "everyone's" and "4,250" stay one token)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _APOSTROPHE.sub("", _DIGIT_GROUP.sub("", text))
+    return " ".join("".join(c if c.isalnum() else " " for c in text).split())
+
+
+def tokens(text: str, unit: str) -> list[str]:
+    """The scored units of a text: its words (`word`) or its characters without spaces (`char`)."""
+    norm = normalise(text)
+    if unit == "word":
+        return norm.split()
+    if unit == "char":
+        return [c for c in norm if not c.isspace()]
+    raise ValueError(f"unit must be 'word' or 'char', not {unit!r}")
+
+
+def edit_distance(reference: Sequence[str], hypothesis: Sequence[str]) -> int:
+    """Levenshtein distance between two token sequences (substitutions, deletions, insertions all cost 1)."""
+    previous = list(range(len(hypothesis) + 1))
+    for i, ref in enumerate(reference, 1):
+        current = [i]
+        for j, hyp in enumerate(hypothesis, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ref != hyp)))
+        previous = current
+    return previous[-1]
+
+
+def error_rate(reference: str, hypothesis: str, unit: str = "word") -> dict[str, Any]:
+    """WER (`word`) or CER (`char`): edits / reference tokens, with both counts for pooling over clips."""
+    ref, hyp = tokens(reference, unit), tokens(hypothesis, unit)
+    errors = edit_distance(ref, hyp)
+    return {"errors": errors, "ref_tokens": len(ref), "rate": round(errors / len(ref), 4) if ref else None}
+
+
+def pooled(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Errors over reference tokens of several scores together (a long clip weighs more than a short one)."""
+    errors, ref = sum(s["errors"] for s in scores), sum(s["ref_tokens"] for s in scores)
+    return {"errors": errors, "ref_tokens": ref, "rate": round(errors / ref, 4) if ref else None}
+
+
+_CODE = re.compile(r"\b[A-Z][A-Z0-9]*-\d+\b")  # product codes: TS-204
+
+
+def meeting_glossary(segments: Sequence[dict[str, Any]]) -> list[str]:
+    """The terms a meeting's organiser would list: the speakers' names and the product codes in the text."""
+    names = [s["speaker"] for s in segments if s.get("speaker")]
+    codes = [code for s in segments for code in _CODE.findall(s["text"])]
+    return list(dict.fromkeys(names + codes))
+
+
+def term_hits(reference: str, hypothesis: str, terms: Sequence[str]) -> dict[str, Any]:
+    """How many of the terms' occurrences in the reference the hypothesis has (counts clipped per term)."""
+    ref, hyp = tokens(reference, "word"), tokens(hypothesis, "word")
+
+    def count(words: list[str], term: list[str]) -> int:
+        return sum(1 for i in range(len(words) - len(term) + 1) if words[i:i + len(term)] == term)
+
+    wanted = found = 0
+    for term in terms:
+        key = tokens(term, "word")
+        if key:
+            wanted += count(ref, key)
+            found += min(count(ref, key), count(hyp, key))
+    return {"found": found, "occurrences": wanted, "rate": round(found / wanted, 4) if wanted else None}
+
+
+def spoken_end(start: float, end: float, reference: Sequence[tuple[float, float]], *,
+               slack: float = 0.3) -> float | None:
+    """Where the speech of a segment ended, from the reference utterances (start, end): the last reference end
+    inside the segment (the VAD's end is its hangover after the last voiced frame, and webrtcvad may hear a
+    quiet last consonant as silence: `slack`). None when the segment ends inside a reference utterance (the
+    VAD cut the speech at a pause or at its length limit, and the speech went on)."""
+    if any(r_start < end and r_end > end + slack for r_start, r_end in reference):
+        return None
+    inside = [r_end for r_start, r_end in reference if start < r_end <= end + slack]
+    return max(inside) if inside else None
+
+
+# ------------------------------------------------------------------------------------------------------
+# The parts.
+# ------------------------------------------------------------------------------------------------------
+
+
+def _note(ctx: Any, message: str) -> None:
+    if not ctx.quiet:
+        from meetmem.cli.progress import note
+
+        note(message)
+
+
+def load_reference(path: Path, seconds: float | None) -> tuple[list[dict[str, Any]], float | None]:
+    """The reference segments, and where to cut the audio: in the pause after the last segment that ends
+    by `seconds` (None: the whole meeting)."""
+    segments = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if seconds is None:
+        return segments, None
+    kept = [s for s in segments if s["end"] <= seconds] or segments[:1]
+    following = segments[len(kept)] if len(kept) < len(segments) else None
+    cut = (kept[-1]["end"] + following["start"]) / 2 if following else kept[-1]["end"] + 0.5
+    return kept, round(cut, 3)
+
+
+def _text(segments: Sequence[dict[str, Any]], key: str = "text") -> str:
+    return " ".join(s[key] for s in segments if s.get(key))
+
+
+def speed_config(result: dict[str, Any], job: dict[str, Any], reference: str) -> dict[str, Any]:
+    item = result["inputs"][0]
+    audio_s = item["audio_s"]
+    return {
+        "model": job["model"], "beam": job["beam"], "threads": job["threads"],
+        "language": "en (English-only model)" if job["model"] == "tiny.en" else job.get("language") or "auto (en|zh)",
+        "audio_s": audio_s,
+        "rtf": round(item["wall_s"] / audio_s, 4), "rtf_transcribe": round(item["transcribe_s"] / audio_s, 4),
+        "cpu_per_audio_s": round(item["cpu_s"] / audio_s, 4),
+        "packing": "one utterance per call (as live input)" if job.get("pack_seconds") == 0 else
+                   "utterances packed into windows of up to 24 s (edge run on a file)",
+        "utterances": len(item["segments"]) + item["dropped"], "recogniser_calls": item["recogniser_calls"],
+        "segments": len(item["segments"]), "dropped": item["dropped"],
+        "wer": error_rate(reference, _text(item["segments"]))["rate"],
+        "wer_raw": error_rate(reference, _text(item["segments"], "raw_text"))["rate"],
+        "load_s": result["load_s"], "peak_rss_mb": result["peak_rss_mb"],
+        "rss_after_load_mb": result["rss_after_load_mb"],
+        "pinned_cpus": result["pinned_cpus"], "heavy_modules_loaded": result["heavy_modules_loaded"],
+        "other_processes_cores": result["process"]["other_processes_cores"],
+    }
+
+
+def speed(ctx: Any, args: argparse.Namespace, audio: Path, cut: float | None, reference: str) -> dict[str, Any]:
+    configs = []
+    for model, beam, threads, language, pack in _speed_matrix(args):
+        job = {"model": model, "beam": beam, "threads": threads, "language": language,
+               "pin_cores": 1 if threads == 1 else None, "pack_seconds": pack}
+        spoken = "en" if model == "tiny.en" else language or "auto"
+        _note(ctx, f"speed: {model} beam {beam} on {threads} thread(s), language {spoken}"
+                   f"{', one utterance per call' if pack == 0 else ''} ...")
+        result = run_edge({**job, "inputs": [{"path": str(audio), "meeting": "speed", "seconds": cut}]})
+        configs.append(speed_config(result, job, reference))
+        _note(ctx, f"  RTF {configs[-1]['rtf']}, WER {configs[-1]['wer']}, peak RSS {configs[-1]['peak_rss_mb']} MB")
+    by_model: dict[str, float] = {}
+    for c in configs:
+        by_model[c["model"]] = max(by_model.get(c["model"], 0.0), c["peak_rss_mb"] or 0.0)
+    return {"configs": configs, "peak_rss_mb_by_model": by_model}
+
+
+def _speed_matrix(args: argparse.Namespace) -> list[tuple[str, int, int, str | None, float | None]]:
+    """(model, beam, threads, language, pack seconds): None packs as `edge run` does a file, 0 never does."""
+    if args.quick:
+        return [("base", 1, 2, None, None)]
+    matrix: list[tuple[str, int, int, str | None, float | None]] = [
+        (m, b, t, None, None) for m in ("tiny.en", "base") for t in (2, 1) for b in (1, 5)]
+    # `edge run` detects the language per call by default: fixing it shows what detection costs. Live input
+    # is transcribed one utterance per call: what a board must sustain during a meeting.
+    return matrix + [("base", 1, 2, "en", None), ("base", 1, 2, None, 0.0), ("base", 1, 1, None, 0.0)]
+
+
+def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]], *,
+                 chunks: Sequence[float] = (1.0,), embedder: str = "minilm") -> dict[str, Any]:
+    """The meeting at speaking pace into a real cloud, once per chunk length: 1 s is what `edge run
+    --realtime` reads a file in; 0.1 s is what the microphone delivers."""
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-cloud-") as tmp:
+        db = Path(tmp) / "cloud.db"
+        token = create_token(db)
+        cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
+        _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
+        try:
+            cloud.start()
+            ready_s = cloud.wait_ready(600.0)
+            at_ready = cloud.figures()
+            for chunk in chunks:
+                span = f"the first {cut:g} s" if cut else "all of it"
+                _note(ctx, f"latency: the meeting at speaking pace ({span}) in {chunk:g} s chunks, base beam 1 on 2 "
+                           "threads ...")
+                result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True,
+                                   "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
+                                   "inputs": [{"path": str(audio), "meeting": f"latency-{chunk:g}s", "seconds": cut,
+                                               "chunk_seconds": chunk}]})
+                out[f"chunks_{chunk:g}s"] = latency_figures(result, reference)
+                _note(ctx, "  end of speech -> acknowledged p95 "
+                           f"{out[f'chunks_{chunk:g}s']['speech_end_to_ack'].get('p95_ms')} ms")
+            at_end = cloud.figures()
+        finally:
+            stopped = cloud.stop()
+        problems = cloud.log_problems()
+    out["cloud"] = {"embedder": embedder, "start_to_ready_s": round(ready_s, 1), "peak_rss_mb": at_end.get("VmHWM"),
+                    "cpu_s_during_runs": round(at_end.get("cpu_s", 0.0) - at_ready.get("cpu_s", 0.0), 2),
+                    "stop": stopped, "log_problems": problems}
+    return out
+
+
+def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> dict[str, Any]:
+    """Latency percentiles of one paced run, from the reference's ends of speech."""
+    item = result["inputs"][0]
+    spans = [(r["start"], r["end"]) for r in reference]
+    segs = item["segments"]
+    acked = [s for s in segs if s["acked"] is not None]
+    # Speech ends where the reference says. A segment cut inside a reference utterance ends at the cut (the
+    # VAD cuts at the start of a pause, or at its limit): the speech before the cut ended there.
+    found = {id(s): spoken_end(s["start"], s["end"], spans) for s in segs}
+    speech = {id(s): s["end"] if found[id(s)] is None else found[id(s)] for s in segs}
+    # The VAD closes an utterance `min_silence` after its last voiced frame (`hangover` before its end), in
+    # the first chunk that holds that sample; the chunk was due when its last sample was spoken.
+    from meetmem.edge.vad import VADOptions
+
+    vad = VADOptions()
+    closing = (vad.min_silence_ms - vad.hangover_ms) / 1000.0
+    due = {id(s): next((n / SAMPLE_RATE for n, _ in item["deliveries"] or []
+                        if n >= (s["end"] + (closing if found[id(s)] is not None else 0.0)) * SAMPLE_RATE),
+                       item["audio_s"]) for s in segs}
+    return {
+        "segments": len(segs), "acknowledged": len(acked), "drained": item["drained"],
+        "segments_cut_inside_a_reference_utterance": sum(1 for v in found.values() if v is None),
+        "uploader_acks": item["uploader_acks"],
+        "speech_end_to_outbox": latency([s["stored"] - speech[id(s)] for s in segs]),
+        "speech_end_to_ack": latency([s["acked"] - speech[id(s)] for s in acked]),
+        "vad_end_to_outbox": latency([s["stored"] - s["end"] for s in segs]),
+        "vad_end_to_ack": latency([s["acked"] - s["end"] for s in acked]),
+        "speech_end_to_recogniser": latency([s["reached_asr"] - speech[id(s)] for s in segs]),
+        "of_which_silence_and_chunk_wait": latency([due[id(s)] - speech[id(s)] for s in segs]),
+        "of_which_behind_earlier_utterances": latency([s["reached_asr"] - due[id(s)] for s in segs]),
+        "transcription": latency([s["transcribe_s"] for s in segs]),
+        "outbox_to_ack": latency([s["acked"] - s["stored"] for s in acked]),
+        "speech_end_to_ack_minus_own_transcription": latency(
+            [s["acked"] - speech[id(s)] - s["transcribe_s"] for s in acked]),
+        "agent_reported_vad_end_to_outbox": latency(item["agent_latencies_s"]),
+        "rtf_transcribe": round(item["transcribe_s"] / item["audio_s"], 4),
+        "edge_peak_rss_mb": result["peak_rss_mb"],
+        "other_processes_cores": result["process"]["other_processes_cores"],
+    }
+
+
+def clips_part(ctx: Any, data: Path | None) -> dict[str, Any]:
+    if data is None:
+        return {"skipped": "no --data given (the shared clips: --data ../shared/data/audio)"}
+    index = data / "index.json"
+    if not index.is_file():
+        return {"skipped": f"no clips: {index} does not exist"}
+    from opencc import OpenCC
+
+    simplified = OpenCC("t2s").convert
+    clips = json.loads(index.read_text(encoding="utf-8"))
+    _note(ctx, f"clips: {len(clips)} clips of {data}, base beam 1 on 2 threads, language detected (en|zh) ...")
+    inputs = [{"path": str(data / c["file"]), "meeting": f"clip-{n}"} for n, c in enumerate(clips)]
+    result = run_edge({"model": "base", "beam": 1, "threads": 2, "language": None, "inputs": inputs})
+    rows: list[dict[str, Any]] = []
+    for clip, item in zip(clips, result["inputs"], strict=True):
+        unit = "char" if clip["language"] == "zh" else "word"
+        hyp, raw = _text(item["segments"]), _text(item["segments"], "raw_text")
+        reference = clip["reference"]
+        if unit == "char":
+            reference, hyp, raw = simplified(reference), simplified(hyp), simplified(raw)
+        score, score_raw = error_rate(reference, hyp, unit), error_rate(reference, raw, unit)
+        rows.append({"file": clip["file"], "language": clip["language"], "metric": "CER" if unit == "char" else "WER",
+                     "speech_type": clip.get("speech_type"), "audio_s": item["audio_s"],
+                     "detected": sorted({s["lang"] for s in item["segments"] if s.get("lang")}),
+                     "rate": score["rate"], "rate_raw": score_raw["rate"], "errors": score["errors"],
+                     "ref_tokens": score["ref_tokens"], "_raw": score_raw, "hypothesis": hyp})
+    overall = {}
+    for language, metric in (("en", "WER"), ("zh", "CER")):
+        mine = [r for r in rows if r["language"] == language]
+        if mine:
+            overall[f"{language}_{metric}"] = pooled(mine)
+            overall[f"{language}_{metric}_raw"] = pooled([r["_raw"] for r in mine])
+    for r in rows:
+        del r["_raw"]
+    return {"clips": rows, "overall": overall, "rtf": round(sum(i["wall_s"] for i in result["inputs"])
+                                                          / sum(i["audio_s"] for i in result["inputs"]), 4)}
+
+
+def glossary_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]],
+                  terms: list[str]) -> dict[str, Any]:
+    text = _text(reference)
+    runs: dict[str, Any] = {}
+    for name, glossary in (("without", []), ("with", terms)):
+        _note(ctx, f"glossary: base beam 1 on 2 threads, {name} the glossary ...")
+        item = run_edge({"model": "base", "beam": 1, "threads": 2, "glossary": glossary,
+                         "inputs": [{"path": str(audio), "meeting": "glossary", "seconds": cut}]})["inputs"][0]
+        hyp = _text(item["segments"])
+        runs[name] = {"wer": error_rate(text, hyp)["rate"], "terms": term_hits(text, hyp, terms),
+                      "rtf": round(item["wall_s"] / item["audio_s"], 4)}
+    return {"glossary": terms,
+            "how": "the reference's speaker names plus the product codes in its text (regex [A-Z][A-Z0-9]*-\\d+)",
+            **runs}
+
+
+# ------------------------------------------------------------------------------------------------------
+# The command.
+# ------------------------------------------------------------------------------------------------------
+
+
+def targets(report: dict[str, Any]) -> dict[str, Any]:
+    """The issue's targets as pass/fail, where the run measured them."""
+    checks: dict[str, Any] = {}
+    configs = report.get("speed", {}).get("configs", [])
+
+    def find(beam: int, language: str) -> dict[str, Any] | None:
+        return next((c for c in configs if c["model"] == "base" and c["threads"] == 2 and c["beam"] == beam
+                     and c["language"] == language and c["packing"].startswith("utterances packed")), None)
+
+    for language in ("auto (en|zh)", "en"):
+        fast, beam5 = find(1, language), find(5, language) or find(5, "auto (en|zh)")
+        if fast is not None:
+            checks[f"base_rtf_2_threads_language_{language.split()[0]}"] = {
+                "target": f"base beam 1 RTF <= {TARGET['rtf']} (edge run on a file) with WER <= beam 5's",
+                "value": {"rtf": fast["rtf"], "wer": fast["wer"], "beam5_wer": beam5["wer"] if beam5 else None,
+                          "beam5_language": beam5["language"] if beam5 else None},
+                "pass": fast["rtf"] <= TARGET["rtf"] and (beam5 is None or fast["wer"] <= beam5["wer"])}
+    for model, peak in report.get("speed", {}).get("peak_rss_mb_by_model", {}).items():
+        checks[f"peak_rss_{model}"] = {"target": f"<= {TARGET['peak_rss_mb']:g} MB", "value": peak,
+                                       "pass": peak <= TARGET["peak_rss_mb"]}
+    for name, lat in report.get("latency", {}).items():
+        if lat.get("speech_end_to_ack_minus_own_transcription", {}).get("n"):
+            value = lat["speech_end_to_ack_minus_own_transcription"]["p95_ms"]
+            checks[f"speech_end_to_ack_p95_{name}"] = {
+                "target": "end of speech -> acknowledged, minus the utterance's transcription time: p95 <= 1000 ms, "
+                          "every segment acknowledged",
+                "value": value, "pass": value <= TARGET["ack_minus_transcription_p95_ms"]
+                and lat["acknowledged"] == lat["segments"]}
+    return {**checks, "all_pass": all(c["pass"] for c in checks.values())}
+
+
+def code_info() -> dict[str, Any]:
+    """HEAD and the edge and benchmark files that differ from it (others edit the checkout concurrently)."""
+    root = Path(__file__).resolve().parent.parent
+    out: dict[str, Any] = {"git_head": None, "modified": None}
+    try:
+        def git(*argv: str) -> str:
+            return subprocess.run(["git", *argv], cwd=root, capture_output=True, text=True, timeout=10,
+                                  check=True).stdout
+
+        out["git_head"] = git("rev-parse", "--short", "HEAD").strip()
+        status = git("status", "--porcelain", "--untracked-files=all", "--", "edge", "eval/bench_edge.py",
+                     "eval/edge_process.py")
+        out["modified"] = sorted(line[3:] for line in status.splitlines() if line.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
+def edge_versions() -> dict[str, str | None]:
+    import importlib.metadata as md
+
+    out: dict[str, str | None] = {}
+    for dist in ("faster-whisper", "ctranslate2", "webrtcvad-wheels", "av", "opencc-python-reimplemented", "httpx"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    from .bench_store import machine_info
+
+    wall0 = time.perf_counter()
+    info = machine_info()
+    info["versions"].update(edge_versions())
+    audio, transcript = Path(args.audio), Path(args.reference)
+    reference, cut = load_reference(transcript, QUICK_SECONDS if args.quick else None)
+    parts = set(args.parts)
+    report: dict[str, Any] = {
+        "benchmark": "edge", "machine": info, "code": code_info(),
+        "config": {"audio": str(audio), "reference": str(transcript), "audio_cut_s": cut, "quick": args.quick,
+                   "reference_segments": len(reference), "reference_words": len(tokens(_text(reference), "word")),
+                   "compute_type": "int8", "vad": "edge defaults (webrtcvad 2, 30 ms frames, 600 ms silence)",
+                   "rtf": "wall seconds of the capture (decode, VAD, Whisper, cleaning, outbox) / seconds of audio",
+                   "wer": "Levenshtein on words after casefold, punctuation removed; cleaned text (wer) and the "
+                          "recogniser's raw_text (wer_raw)",
+                   "one_thread": "cpu_threads=1 and the process pinned to one core (sched_setaffinity)",
+                   "latency": "base beam 1, 2 threads, language auto, no glossary, at speaking pace (`paced`) into "
+                              "`meetmem serve` (MiniLM, spoken questions off) on loopback, on the same cores; the "
+                              "file read in 1 s chunks as `edge run --realtime` does, and in 0.1 s chunks as the "
+                              "microphone delivers; end of speech = the reference utterance's end",
+                   "timing": "edge process: monotonic clock from the paced start; acknowledged = the cloud's "
+                             "answer received (before the outbox delete); percentiles nearest-rank"},
+    }
+    if "speed" in parts:
+        report["speed"] = speed(ctx, args, audio, cut, _text(reference))
+    if "latency" in parts:
+        report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1))
+    if "glossary" in parts:
+        # The whole meeting's glossary even for a part of it: the organiser lists it before the meeting.
+        terms = meeting_glossary(load_reference(transcript, None)[0])
+        report["glossary"] = glossary_part(ctx, audio, cut, reference, terms)
+    if "clips" in parts:
+        report["clips"] = clips_part(ctx, Path(args.data) if args.data else None)
+        if "skipped" in report["clips"]:
+            _note(ctx, f"clips skipped: {report['clips']['skipped']}")
+    info["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["targets"] = targets(report)
+    report["wall_s"] = round(time.perf_counter() - wall0, 1)
+    sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None if args.json else 2) + "\n")
+    sys.stdout.flush()
+    return 0 if report["targets"]["all_pass"] or not args.check else 1
+
+
+def _guarded(args: argparse.Namespace, ctx: Any) -> int:
+    try:
+        return run(args, ctx)
+    except ServeBenchError as exc:
+        sys.stderr.write(f"meetmem: error: {exc}\n")
+        return 2
+
+
+PARTS = ("speed", "latency", "glossary", "clips")
+
+
+def _parts(value: str) -> list[str]:
+    chosen = [p.strip() for p in value.split(",") if p.strip()]
+    unknown = [p for p in chosen if p not in PARTS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"choose among {','.join(PARTS)}")
+    return chosen
+
+
+def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = bench_sub.add_parser(
+        "edge", parents=[common], help="the edge agent: real-time factor, memory, latency, WER",
+        description="The edge agent on the project's generated meeting: real-time factor, WER and peak RSS of "
+                    "tiny.en and base at beam 1 and 5 on 2 threads and on 1 (pinned to one core), each in its own "
+                    "process; end of speech to outbox and to the acknowledgement of a real `meetmem serve` on "
+                    "loopback at speaking pace; WER with and without the meeting's glossary; WER/CER on the "
+                    "shared real clips (--data). Prints one JSON object on stdout with the targets as pass/fail; "
+                    "progress on stderr. Takes 15-20 minutes on 2 cores; --quick takes about 3.")
+    p.add_argument("--quick", action="store_true",
+                   help=f"a smoke run: base beam 1 on 2 threads only, the first {QUICK_SECONDS:g} s of the meeting")
+    p.add_argument("--data", default=None, metavar="PATH",
+                   help="the shared real speech clips (../shared/data/audio, with index.json); skipped without it")
+    p.add_argument("--parts", type=_parts, default=list(PARTS), metavar="PART[,PART...]",
+                   help=f"what to measure (default: all of {','.join(PARTS)})")
+    p.add_argument("--audio", default=str(DEMO / "sample_meeting.ogg"), help="the meeting recording (default: "
+                   "the generated sample meeting)")
+    p.add_argument("--reference", default=str(DEMO / "sample_meeting.jsonl"),
+                   help="its reference transcript, interchange JSONL with speakers (default: the sample meeting's)")
+    p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    p.set_defaults(func=_guarded)

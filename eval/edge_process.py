@@ -1,0 +1,255 @@
+"""The processes of `meetmem bench edge`: the edge, one capture run in a process of its own, and what it
+measured; and the cloud it sends to (`meetmem serve` on loopback).
+
+Each configuration runs in a fresh process so that its peak memory (VmHWM) is the edge's own: the
+benchmark's parent process never loads a Whisper model. The job is a JSON object on stdin; the figures are
+one JSON object on stdout. The run is what `meetmem edge run` does (`read_file`, optionally `paced`, then
+`CaptureAgent`: VAD, Whisper, filler cleaning, the outbox; the `Uploader` when a cloud is given), with the
+recogniser, `Outbox.put` and `Outbox.ack` of this run's objects timed from outside (`measure.patched`).
+
+Every time in the result is in seconds on the monotonic clock from the moment the first chunk of audio was
+asked for, which is also when `paced` starts its clock: an utterance that ends `end` seconds into the file
+was spoken at time `end` on this clock, for a paced input.
+
+The job: `model`, `beam`, `threads`, `language` (None: detect), `glossary`, `pack_seconds` (None: the
+agent's default), `pin_cores`, `paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each
+{path, meeting, seconds (None: all), chunk_seconds}.
+
+    echo '{"model": "tiny.en", "inputs": [{"path": "meeting.ogg", "meeting": "m"}]}' | \
+        python -m meetmem.eval.edge_process
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .measure import patched, proc_status
+from .serve_process import ServeBenchError, Server, machine_cpu_ticks
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SAMPLE_RATE = 16000
+TENANT = "bench"
+
+
+def first_seconds(chunks: Iterable[np.ndarray], seconds: float | None) -> Iterator[np.ndarray]:
+    """The chunks up to `seconds` of audio (all of them for None)."""
+    if seconds is None:
+        yield from chunks
+        return
+    left = int(round(seconds * SAMPLE_RATE))
+    for chunk in chunks:
+        if left <= 0:
+            return
+        yield chunk[:left]
+        left -= len(chunk)
+
+
+class RunClock:
+    """Monotonic seconds since `start()`; `start()` is called when the first chunk is asked for."""
+
+    def __init__(self) -> None:
+        self.zero: float | None = None
+
+    def start(self) -> None:
+        self.zero = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - (self.zero if self.zero is not None else time.monotonic())
+
+
+def _started(chunks: Iterable[np.ndarray], clock: RunClock,
+             deliveries: list[tuple[int, float]]) -> Iterator[np.ndarray]:
+    """The chunks, starting the clock at the first, and noting when each reached the agent (samples so far)."""
+    clock.start()
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        deliveries.append((total, clock.now()))
+        yield chunk
+
+
+def _pin(cores: int | None) -> list[int] | None:
+    """Restrict this process to its first `cores` usable CPUs (a one-core board), where the OS allows it."""
+    if not cores or not hasattr(os, "sched_setaffinity"):
+        return None
+    usable = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, usable[:cores])
+    return sorted(os.sched_getaffinity(0))
+
+
+def capture(job: dict[str, Any]) -> dict[str, Any]:
+    """Run the job (see the module docstring); returns the figures."""
+    from meetmem.edge.agent import CaptureOptions
+    from meetmem.edge.asr import ASROptions, WhisperASR
+    from meetmem.edge.outbox import Outbox
+
+    pinned = _pin(job.get("pin_cores"))
+    language = job.get("language")
+    t0 = time.perf_counter()
+    asr = WhisperASR(ASROptions(model=job["model"], cpu_threads=int(job.get("threads", 2)),
+                                beam_size=int(job.get("beam", 1)), language=language))
+    out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 3),
+                           "rss_after_load_mb": proc_status().get("VmRSS"), "pinned_cpus": pinned, "inputs": []}
+    glossary = tuple(job.get("glossary") or ())
+    packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
+    with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-") as tmp:
+        for number, item in enumerate(job["inputs"]):
+            options = CaptureOptions(meeting_id=item["meeting"], language=asr.options.language, glossary=glossary,
+                                     **packing)
+            outbox = Outbox(Path(tmp) / f"outbox-{number}.db")
+            try:
+                out["inputs"].append(_capture_one(item, asr, outbox, options, paced=bool(job.get("paced")),
+                                                  cloud=job.get("cloud")))
+            finally:
+                outbox.close()
+    status = proc_status()
+    out["peak_rss_mb"] = status.get("VmHWM")
+    out["rss_at_end_mb"] = status.get("VmRSS")
+    out["heavy_modules_loaded"] = sorted(m for m in ("torch", "fastapi", "faiss", "sentence_transformers")
+                                         if m in sys.modules)
+    return out
+
+
+def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, paced: bool,
+                 cloud: dict[str, Any] | None) -> dict[str, Any]:
+    from meetmem.edge import audio
+    from meetmem.edge.agent import CaptureAgent, source_id
+
+    clock = RunClock()
+    # One per recogniser call, in order. A file read as fast as it decodes is packed (several utterances per
+    # call); a paced one is not, and then each stored segment follows its own call.
+    calls: list[dict[str, float]] = []
+    stored: list[dict[str, Any]] = []
+    acked: dict[int, float] = {}
+    deliveries: list[tuple[int, float]] = []
+    real_transcribe, real_put, real_ack = asr.transcribe, outbox.put, outbox.ack
+
+    def transcribe(samples: np.ndarray, **kwargs: Any) -> Any:
+        began = clock.now()
+        try:
+            return real_transcribe(samples, **kwargs)
+        finally:
+            calls.append({"reached_asr": began, "transcribe_s": clock.now() - began,
+                               "audio_s": len(samples) / SAMPLE_RATE})
+
+    def put(meeting_id: str, segment: dict[str, Any], **kwargs: Any) -> Any:
+        result = real_put(meeting_id, segment, **kwargs)
+        stored.append({"seq": result.seq, "start": segment["start"], "end": segment["end"], "text": segment["text"],
+                       "raw_text": segment["raw_text"], "lang": segment["lang"], "stored": clock.now(),
+                       **{k: calls[-1][k] for k in ("reached_asr", "transcribe_s")}})
+        return result
+
+    def ack(meeting_id: str, seqs: Any) -> None:
+        now = clock.now()  # the cloud's answer has arrived; what follows is the outbox's own delete
+        acked.update({seq: now for seq in seqs})
+        real_ack(meeting_id, seqs)
+
+    chunks = first_seconds(audio.read_file(item["path"], chunk_seconds=float(item.get("chunk_seconds", 1.0))),
+                           item.get("seconds"))
+    if paced:
+        chunks = audio.paced(chunks)
+    uploader = client = None
+    if cloud:
+        from meetmem.edge.sync import CloudClient, Uploader
+
+        client = CloudClient(cloud["url"], cloud["token"])
+        uploader = Uploader(outbox, client)
+    agent = CaptureAgent(asr, outbox, options, on_segment=(lambda _: uploader.notify()) if uploader else None)
+    drained = None
+    cpu0 = time.process_time()
+    with patched(asr, "transcribe", transcribe), patched(outbox, "put", put), patched(outbox, "ack", ack):
+        if uploader is not None:
+            uploader.start()
+        try:
+            status = agent.run(_started(chunks, clock, deliveries), source=source_id(item["path"]),
+                               anchor=time.time() if paced else None)
+            captured_s = clock.now()
+            cpu_s = time.process_time() - cpu0
+            if uploader is not None:
+                drained = uploader.drain(timeout=float(cloud.get("timeout", 120.0)))
+        finally:
+            if uploader is not None:
+                uploader.stop()
+            if client is not None:
+                client.close()
+    for segment in stored:
+        segment["acked"] = acked.get(segment["seq"])
+    return {
+        "path": item["path"], "meeting": item["meeting"], "audio_s": round(status.audio_time, 3),
+        "wall_s": round(captured_s, 3), "cpu_s": round(cpu_s, 3), "transcribe_s": round(status.transcribe_time, 3),
+        "recogniser_calls": len(calls), "dropped": status.dropped, "segments": stored,
+        "call_audio_s": [round(u["audio_s"], 3) for u in calls],
+        "agent_latencies_s": [round(x, 4) for x in status.latencies],
+        "uploader_acks": len(uploader.ack_times) if uploader is not None else None,
+        "drained": drained, "pending_after": outbox.stats().pending,
+        "deliveries": [(n, round(at, 4)) for n, at in deliveries] if paced else None,
+    }
+
+
+# ------------------------------------------------------------------------------------------------------
+# The benchmark's side: starting this module as a process, and the cloud it sends to.
+# ------------------------------------------------------------------------------------------------------
+
+
+def run_edge(job: dict[str, Any]) -> dict[str, Any]:
+    """One `edge_process` run; adds its wall time, its CPU time and the CPU every other process used."""
+    usage0, ticks0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), machine_cpu_ticks(), time.perf_counter()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "meetmem.eval.edge_process"], input=json.dumps(job),
+                          capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    usage1, ticks1 = resource.getrusage(resource.RUSAGE_CHILDREN), machine_cpu_ticks()
+    if proc.returncode != 0:
+        raise ServeBenchError(f"the edge process failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    result = json.loads(proc.stdout)
+    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+    busy, total = ticks1[0] - ticks0[0], ticks1[1] - ticks0[1]
+    everyone = (os.cpu_count() or 1) * busy / total if total else None
+    result["process"] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                         "other_processes_cores": round(everyone - cpu / wall, 2) if everyone is not None else None}
+    return result
+
+
+class Cloud(Server):
+    """`meetmem serve` as the edge's cloud: MiniLM embeddings, spoken questions off."""
+
+    def start(self) -> None:
+        exe = Path(sys.executable).with_name("meetmem")
+        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
+        command += ["serve", "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
+        env = {**os.environ, "MEETMEM_EMBEDDER": self.embedder, "MEETMEM_VOICE_MODEL": "none",
+               "MEETMEM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+        with open(self.log_path, "wb") as out:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def create_token(db: Path) -> str:
+    exe = Path(sys.executable).with_name("meetmem")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
+    proc = subprocess.run([*command, "token", "create", "--tenant", TENANT, "--db", str(db), "-q"],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise ServeBenchError(f"`meetmem token create` failed: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
+def main() -> int:
+    job = json.load(sys.stdin)
+    result = capture(job)
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
