@@ -42,6 +42,10 @@ class VADOptions:
         max_utterance_s: an utterance is cut at this length (Whisper's window is 30 s).
         min_utterance_ms: utterances whose voiced span is shorter are dropped.
         onset_window_ms, onset_ratio: speech starts when this share of the frames in the window is voiced.
+        target_rms, max_gain: what webrtcvad hears is amplified (up to `max_gain`; 1 turns it off) so the
+            recent loud frames reach `target_rms` (int16 units): a distant speaker or a low microphone gain
+            at -65 dBFS is otherwise not speech to it, and every word of it would be lost. Only the
+            decision uses the gain; utterances keep the audio as it came.
     """
 
     aggressiveness: int = 2
@@ -53,6 +57,8 @@ class VADOptions:
     min_utterance_ms: int = 200
     onset_window_ms: int = 150
     onset_ratio: float = 0.6
+    target_rms: float = 2000.0
+    max_gain: float = 32.0
 
     def __post_init__(self) -> None:
         if self.aggressiveness not in (0, 1, 2, 3):
@@ -65,6 +71,8 @@ class VADOptions:
             raise ValueError("max_utterance_s is too short for min_silence_ms")
         if not 0 < self.onset_ratio <= 1:
             raise ValueError("onset_ratio must be in (0, 1]")
+        if self.max_gain < 1 or self.target_rms <= 0:
+            raise ValueError("max_gain must be at least 1 and target_rms positive")
         if min(self.padding_ms, self.hangover_ms, self.min_utterance_ms, self.onset_window_ms) < 0:
             raise ValueError("durations must not be negative")
 
@@ -151,6 +159,8 @@ class VADSegmenter:
         self._silence_frames = max(1, round(opts.min_silence_ms / opts.frame_ms))
         self._max_samples = int(opts.max_utterance_s * SAMPLE_RATE)
         self._min_voiced = SAMPLE_RATE * opts.min_utterance_ms // 1000
+        self._level = 0.0  # recent peak frame RMS, for the VAD's gain
+        self._level_decay = 0.5 ** (opts.frame_ms / 5000.0)
         self._pending = np.zeros(0, dtype=np.int16)  # samples not yet a whole frame
         self._frames: deque[np.ndarray] = deque()  # retained whole frames, the first at `_kept_from`
         self._kept_from = 0  # sample index of the first retained frame
@@ -195,7 +205,7 @@ class VADSegmenter:
         queued, self._pending = self._pending[:whole], self._pending[whole:].copy()
         for offset in range(0, whole, frame):
             samples = queued[offset:offset + frame]
-            voiced = self._vad.is_speech(samples.tobytes(), SAMPLE_RATE)
+            voiced = self._vad.is_speech(self._gained(samples).tobytes(), SAMPLE_RATE)
             self._frames.append(samples)
             begin = self._classified
             self._classified += frame
@@ -221,6 +231,22 @@ class VADSegmenter:
             if utterance is not None:
                 done.append(utterance)
         return done
+
+    def _gained(self, samples: np.ndarray) -> np.ndarray:
+        """The frame as the VAD hears it: scaled so the recent peak level reaches `target_rms`.
+
+        The level follows a loud frame at once and decays with a half-life of about five seconds, so a
+        pause does not turn the gain up onto the room's noise before the next sentence.
+        """
+        opts = self.options
+        rms = float(np.sqrt(np.mean(samples.astype(np.float32) ** 2))) if len(samples) else 0.0
+        self._level = max(rms, self._level * self._level_decay)
+        if opts.max_gain <= 1 or self._level <= 0:
+            return samples
+        gain = min(opts.max_gain, max(1.0, opts.target_rms / self._level))
+        if gain == 1.0:
+            return samples
+        return np.clip(samples.astype(np.float32) * gain, -32768, 32767).astype(np.int16)
 
     def _step(self, begin: int, voiced: bool) -> Utterance | None:
         end = begin + self._frame

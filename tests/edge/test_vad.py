@@ -143,3 +143,18 @@ def test_chunk_sizes_do_not_change_the_result(two_sentences, sizes: list[int], a
     for mine, theirs in zip(found, expected, strict=True):
         np.testing.assert_array_equal(mine.audio, theirs.audio)
         assert mine.forced == theirs.forced
+
+
+def test_quiet_speech_is_still_found(two_sentences) -> None:
+    """A distant speaker or a low microphone gain (about -65 dBFS over a faint hiss): the VAD's gain keeps
+    every word, and the utterances keep the audio as it came."""
+    rng = np.random.default_rng(0)
+    samples = two_sentences.samples.astype(np.float32) * 0.0015 + rng.normal(0, 1.0, len(two_sentences.samples))
+    quiet = samples.astype(np.int16)
+    assert not segment(quiet, VADOptions(max_gain=1.0))  # what webrtcvad alone hears: nothing
+    found = segment(quiet)
+    assert len(found) == 2
+    for utterance, (start, end) in zip(found, two_sentences.spans, strict=True):
+        assert utterance.start <= start + 0.1 and utterance.end >= end - 0.1
+        expected = quiet[utterance.start_sample:utterance.end_sample].astype(np.float32) / 32768.0
+        assert np.allclose(utterance.audio, expected)
