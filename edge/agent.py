@@ -171,18 +171,15 @@ class CaptureAgent:
         """Transcribe utterances (packed into one call when there are several) and store them in order."""
         if not utterances:
             return
-        texts = self._transcribe_packed(utterances) if len(utterances) > 1 else None
-        for i, utterance in enumerate(utterances):
-            if texts is None:
-                self._store(utterance, offset, source)
-            else:
-                self._store(utterance, offset, source, pieces=texts[i])
+        texts = self._transcribe_packed(utterances) if len(utterances) > 1 else [None]
+        for utterance, pieces in zip(utterances, texts, strict=True):
+            self._store(utterance, offset, source, pieces=pieces)
 
-    def _transcribe_packed(self, utterances: list[Utterance]) -> list[list[TranscriptPiece]] | None:
+    def _transcribe_packed(self, utterances: list[Utterance]) -> list[list[TranscriptPiece] | None]:
         """One Whisper call for several utterances; each recognised piece goes to the utterance it overlaps.
 
-        Returns None when a piece straddles two utterances (Whisper ran them together): the caller then
-        transcribes them one by one, so no utterance's words end up in another's segment.
+        An utterance a piece straddles (Whisper ran two together) gets None: the caller transcribes that
+        one alone, so no utterance's words end up in another's segment; the rest keep the packed result.
         """
         gap = np.zeros(int(PACK_GAP * SAMPLE_RATE), dtype=np.float32)
         parts: list[np.ndarray] = []
@@ -199,19 +196,25 @@ class CaptureAgent:
         pieces = self.asr.transcribe(np.concatenate(parts), offset=0.0, language=self.options.language,
                                      glossary=self.options.glossary)
         self.status.transcribe_time += time.perf_counter() - began
-        assigned: list[list[TranscriptPiece]] = [[] for _ in utterances]
+        assigned: list[list[TranscriptPiece] | None] = [[] for _ in utterances]
         for piece in pieces:
             overlaps = [max(0.0, min(piece.end, end) - max(piece.start, start)) for start, end in spans]
             ranked = sorted(range(len(spans)), key=lambda i: -overlaps[i])
             if len(ranked) > 1 and overlaps[ranked[1]] > PACK_STRADDLE:
-                log.debug("a piece straddles two packed utterances; transcribing them one by one")
-                return None
+                for i in ranked[:2]:
+                    assigned[i] = None
+                continue
             if overlaps[ranked[0]] > 0:
                 target = ranked[0]
             else:  # a piece timed inside a pause: the nearest utterance
                 middle = (piece.start + piece.end) / 2
                 target = min(range(len(spans)), key=lambda i: abs((spans[i][0] + spans[i][1]) / 2 - middle))
-            assigned[target].append(piece)
+            bucket = assigned[target]
+            if bucket is not None:
+                bucket.append(piece)
+        redone = sum(1 for a in assigned if a is None)
+        if redone:
+            log.debug("%d of %d packed utterances ran together; transcribing those alone", redone, len(spans))
         return assigned
 
     def _store(self, utterance: Utterance, offset: float, source: str,
