@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -46,7 +48,8 @@ class CaptureOptions:
         pack_seconds: a file read as fast as it decodes is transcribed in windows of up to this much speech
             (several utterances with a pause between them, one Whisper call): Whisper encodes a whole 30 s
             window whatever it holds, so one short utterance per call costs several times more (0: never
-            pack). Live input is transcribed one utterance at a time, as soon as it ends.
+            pack). Live input is transcribed as each utterance ends; only a backlog (utterances that ended
+            while the recogniser was busy) is packed.
     """
 
     meeting_id: str
@@ -142,9 +145,16 @@ class CaptureAgent:
         status = self.status
         status.resumed_at = status.audio_time = done_until
         vad = VADSegmenter(self.options.vad, wall_clock_anchor=anchor)
-        pack = self.options.pack_seconds if not live and anchor is None else 0.0
-        waiting: list[Utterance] = []
         base = offset + skip / SAMPLE_RATE
+        if live or anchor is not None:
+            self._run_live(_skip(chunks, skip), vad, base, source)
+            status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
+            self.outbox.record_progress(meeting, source, status.audio_time)
+            if self.on_status is not None:
+                self.on_status(status)
+            return status
+        pack = self.options.pack_seconds
+        waiting: list[Utterance] = []
         for chunk in _skip(chunks, skip):
             for utterance in vad.feed(chunk):
                 waiting.append(utterance)
@@ -166,6 +176,56 @@ class CaptureAgent:
         if self.on_status is not None:
             self.on_status(status)
         return status
+
+    def _run_live(self, chunks: Iterable[np.ndarray], vad: VADSegmenter, offset: float, source: str) -> None:
+        """Live input: a reader thread runs the VAD as the audio comes; this thread transcribes.
+
+        Each utterance is transcribed as soon as it ends. When the recogniser is still busy as the next ones
+        end (dense talk on a slow board), the backlog goes into one packed call instead of one call each,
+        so a queue does not grow by a whole Whisper window per utterance.
+        """
+        found: queue.Queue[Utterance | BaseException | None] = queue.Queue()
+        status = self.status
+        start_samples = round(status.audio_time * SAMPLE_RATE) - vad.samples_seen
+
+        def read() -> None:
+            try:
+                for chunk in chunks:
+                    for utterance in vad.feed(chunk):
+                        found.put(utterance)
+                    status.audio_time = (start_samples + vad.samples_seen) / SAMPLE_RATE
+                for utterance in vad.finish():
+                    found.put(utterance)
+            except BaseException as exc:  # handed to the transcribing thread, which raises it
+                found.put(exc)
+            finally:
+                found.put(None)
+
+        reader = threading.Thread(target=read, name="meetmem-capture", daemon=True)
+        reader.start()
+        ended = False
+        while not ended:
+            items = [found.get()]
+            while True:
+                try:
+                    items.append(found.get_nowait())
+                except queue.Empty:
+                    break
+            backlog = [item for item in items if isinstance(item, Utterance)]
+            failure = next((item for item in items if isinstance(item, BaseException)), None)
+            ended = any(item is None for item in items)
+            while backlog:
+                take = 1
+                while take < len(backlog) and sum(u.duration + PACK_GAP for u in backlog[: take + 1]) <= \
+                        self.options.pack_seconds:
+                    take += 1
+                self._flush(backlog[:take], offset, source)
+                backlog = backlog[take:]
+            if self.on_status is not None:
+                self.on_status(status)
+            if failure is not None:
+                raise failure
+        reader.join()
 
     def _flush(self, utterances: list[Utterance], offset: float, source: str) -> None:
         """Transcribe utterances (packed into one call when there are several) and store them in order."""

@@ -61,3 +61,29 @@ def test_a_resumed_capture_skips_what_was_stored(base_asr: Any, four_sentences: 
         starts = [s.start for s in outbox.pending(100)]
     assert starts[: len(first)] == first and len(starts) == len(SENTENCES)
     assert starts == sorted(starts)
+
+
+def test_live_capture_packs_a_backlog_and_keeps_what_came_before_a_failure(base_asr: Any, four_sentences: Any,
+                                                                           tmp_path: Path) -> None:
+    from meetmem.edge.errors import AudioError
+
+    second = int(16000 * 0.5)
+
+    def chunks_then_failure() -> Any:
+        samples = four_sentences.samples
+        for i in range(0, len(samples), second):
+            yield samples[i : i + second]
+        raise AudioError("mic", "the device was unplugged")
+
+    with Outbox(tmp_path / "o.db") as outbox:
+        agent = CaptureAgent(base_asr, outbox, CaptureOptions(meeting_id="m", language="en"))
+        # Audio arrives far faster than Whisper runs, as after a stall: the utterances queue up.
+        with pytest.raises(AudioError, match="unplugged"):
+            agent.run(chunks_then_failure(), source="live:mic", live=True)
+        stored = outbox.pending(100)
+        assert len(stored) == len(SENTENCES)  # every utterance that ended before the failure is kept
+        for segment, (start, end) in zip(stored, four_sentences.spans, strict=True):
+            assert abs(segment.start - start) < 0.5 and abs(segment.end - end) < 0.6
+        assert "casing" in stored[2].text.lower()
+        # A restarted live capture continues the meeting's clock instead of starting again at zero.
+        assert outbox.progress("m", "live:mic") >= stored[-1].end
