@@ -26,7 +26,6 @@ import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,8 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .bench_store import ingest, machine_info
+from .bench_store import ingest
 from .measure import db_bytes, latency, rate
+from .run_info import checkout, machine_info
 from .serve_load import LiveMeeting, LoadPlan, Question, Tally, live_speakers, run_load
 from .serve_process import ServeBenchError, Server, free_port, machine_cpu_ticks
 from .store_corpus import Corpus, generate_corpus
@@ -241,23 +241,6 @@ def _report(args: argparse.Namespace, tally: Tally, load_s: float) -> dict[str, 
     }
 
 
-def checkout() -> dict[str, Any]:
-    """HEAD and the files of the measured code that differ from it (the service is being written as we measure)."""
-    root = Path(__file__).resolve().parent.parent
-    out: dict[str, Any] = {"git_head": None, "uncommitted": None}
-    try:
-        def git(*argv: str) -> str:
-            return subprocess.run(["git", *argv], cwd=root, capture_output=True, text=True, timeout=10,
-                                  check=True).stdout
-
-        out["git_head"] = git("rev-parse", "--short", "HEAD").strip()
-        status = git("status", "--porcelain", "--untracked-files=all", "--", "cloud", "store", "meetmem")
-        out["uncommitted"] = sorted(line[3:] for line in status.splitlines() if line.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return out
-
-
 def measure(ctx: Any, server: Server, plan: LoadPlan, ready_timeout: float) -> dict[str, Any]:
     """Start the server, run the load once it is ready, stop the server whatever happens; the figures."""
     out: dict[str, Any] = {}
@@ -331,7 +314,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     report = {
         "benchmark": "serve",
         "machine": info,
-        "code": checkout(),
+        "code": dict(zip(("git_head", "uncommitted"), checkout(["cloud", "store", "meetmem"]), strict=True)),
         "config": {
             "devices": args.devices, "per_meeting": args.per_meeting, "live_meetings": len(plan.live),
             "askers": args.askers, "think_s": args.think,

@@ -26,7 +26,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import Clock, Stopwatch, db_bytes, patched, preemptions, proc_status, rate, reset_peak_rss
+from .run_info import checkout, machine_info
 from .store_corpus import Corpus, Fact, generate_corpus, pick_questions
 
 DEFAULT_SIZES = (1000, 10_000, 100_000)
@@ -408,66 +408,6 @@ def run_size(ctx: Any, args: argparse.Namespace, size: int, embedder: Any, workd
 # ------------------------------------------------------------------------------------------------------
 
 
-def _versions() -> dict[str, Any]:
-    import importlib.metadata as md
-    import sqlite3
-
-    out: dict[str, Any] = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
-    for dist in ("numpy", "faiss-cpu", "torch", "sentence-transformers", "transformers", "snowballstemmer",
-                 "sqlite-utils"):
-        try:
-            out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            out[dist] = None
-    return out
-
-
-def code_info() -> dict[str, Any]:
-    """The checkout measured: HEAD and the files of the store that differ from it (others edit concurrently)."""
-    import subprocess
-
-    root = Path(__file__).resolve().parent.parent
-    out: dict[str, Any] = {"git_head": None, "modified_store_files": None}
-    try:
-        out["git_head"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                                         text=True, timeout=10, check=True).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--", "store", "eval/bench_store.py"], cwd=root,
-                                capture_output=True, text=True, timeout=10, check=True).stdout
-        out["modified_store_files"] = sorted(line[3:] for line in status.splitlines() if line.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return out
-
-
-def machine_info() -> dict[str, Any]:
-    cpu_model = None
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu_model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem_total = None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            mem_total = round(int(fh.readline().split()[1]) / 1024 / 1024, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    info: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "cpu_model": cpu_model,
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "mem_total_gb": mem_total,
-        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
-        "versions": _versions(),
-    }
-    return info
-
-
 def _sizes(value: str) -> list[int]:
     try:
         sizes = [int(v.replace("_", "")) for v in value.split(",") if v.strip()]
@@ -489,7 +429,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     wall0 = time.perf_counter()
     cpu0 = time.process_time()
     info = machine_info()
-    code = code_info()
+    head, modified = checkout(["store", "eval/bench_store.py"], untracked=False)
+    code = {"git_head": head, "modified_store_files": modified}
     embedder = None
     load_s = None
     if ctx.settings.embedder != "none":

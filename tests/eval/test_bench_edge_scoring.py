@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from meetmem.eval.bench_edge import (
+from meetmem.eval.asr_scoring import (
     edit_distance,
     error_rate,
     meeting_glossary,
