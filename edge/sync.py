@@ -179,6 +179,9 @@ class Uploader:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            # Cleared before looking at the outbox: a notify from here on is either seen by this look or
+            # leaves the event set, so the wait below returns at once (none is lost between wait and clear).
+            self._wake.clear()
             try:
                 sent = self.send_once()
             except CloudError as exc:
@@ -205,7 +208,6 @@ class Uploader:
             if sent == 0:
                 self._notify_idle()
                 self._wake.wait(1.0)
-                self._wake.clear()
 
     def _wait(self, seconds: float) -> None:
         if self._sleep is not None:
