@@ -36,9 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .measure import Clock, Stopwatch, db_bytes, patched, preemptions, proc_status, rate, reset_peak_rss
+from .measure import db_bytes, proc_status, rate, reset_peak_rss
 from .run_info import checkout, machine_info
-from .store_corpus import Corpus, Fact, generate_corpus, pick_questions
+from .search_timing import K, measure_search, timed_build
+from .store_corpus import Corpus, generate_corpus, pick_questions
 
 DEFAULT_SIZES = (1000, 10_000, 100_000)
 DEFAULT_QUERIES = 250
@@ -46,7 +47,6 @@ DEFAULT_SEED = 20250304
 TARGET_INGEST_PER_S = 2000.0
 TARGET_HYBRID_P95_MS = 25.0
 TARGET_HYBRID_SIZE = 100_000
-K = 10
 
 
 class SharedVectorEmbedder:
@@ -123,117 +123,6 @@ def ingest(log: Any, meeting_id: str, tenant: str, corpus: Corpus, *, batch: int
         if result.new != len(items):
             raise RuntimeError(f"append stored {result.new} of {len(items)} segments (meeting {meeting_id} reused?)")
     return elapsed, cpu, calls
-
-
-def timed_build(search: Any, meeting_id: str, tenant: str, progress: Any = None) -> dict[str, float]:
-    """`meeting_index` of a meeting, split into log read, vectors, tokenizing and the rest (indexing)."""
-    chain_sw, vec_sw, tok_sw = Stopwatch(), Stopwatch(), Stopwatch()
-    t0, c0 = time.perf_counter(), time.process_time()
-    with patched(search.log, "chain", chain_sw.wrap_iter(search.log.chain)), \
-            patched(search, "_vectors_for", vec_sw.wrap(search._vectors_for)), \
-            patched(search.tokenizer, "tokens", tok_sw.wrap(search.tokenizer.tokens)):
-        search.meeting_index(meeting_id, tenant=tenant, progress=progress)
-    total = time.perf_counter() - t0
-    return {
-        "total_s": round(total, 4),
-        "cpu_s": round(time.process_time() - c0, 4),
-        "log_read_s": round(chain_sw.seconds, 4),
-        "vectors_s": round(vec_sw.seconds, 4),
-        "tokenize_s": round(tok_sw.seconds, 4),
-        "index_other_s": round(total - chain_sw.seconds - vec_sw.seconds - tok_sw.seconds, 4),
-    }
-
-
-def measure_search(search: Any, meeting_id: str, tenant: str, questions: Sequence[Fact], dense: bool,
-                   *, components: bool = True) -> dict[str, Any]:
-    """Latency of search() per mode (interleaved per question), the query embedding alone, hit@10, parts."""
-    modes = ["bm25", "hybrid", "dense"] if dense else ["bm25"]
-    clocks = {m: Clock() for m in modes}
-    hits: dict[str, int] = {m: 0 for m in modes}
-    warm = questions[: min(10, len(questions))]
-    for f in warm:
-        for m in modes:
-            search.search(meeting_id, f.question, tenant=tenant, k=K, mode=m)
-    gc.collect()
-    load0, nivcsw0, t0 = os.getloadavg()[0], preemptions(), time.perf_counter()
-    for qi, f in enumerate(questions):
-        for m in modes[qi % len(modes):] + modes[: qi % len(modes)]:
-            with clocks[m]():
-                result = search.search(meeting_id, f.question, tenant=tenant, k=K, mode=m)
-            if any(h.segment.text == f.text for h in result):
-                hits[m] += 1
-    out: dict[str, Any] = {m: clocks[m].stats() for m in modes}
-    out["hit_at_10"] = {m: round(hits[m] / len(questions), 3) for m in modes}
-    out["involuntary_context_switches_per_search"] = round(
-        (preemptions() - nivcsw0) / (len(questions) * len(modes)), 2)
-    out["loadavg_1min_during"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
-    out["searches_s"] = round(time.perf_counter() - t0, 2)
-    vectors: list[Any] = []
-    if dense:
-        emb = search.embedder
-        qclock = Clock()
-        for f in questions:
-            with qclock():
-                vectors.append(emb.encode_query(f.question))
-        out["query_embedding"] = qclock.stats()
-    if components:
-        out["components"] = search_components(search, meeting_id, tenant, questions, vectors)
-    return out
-
-
-def _dense_indexes(index: Any) -> dict[str, Any]:
-    """The meeting's dense indexes by model name (one per model, or the single index of older versions)."""
-    dense = index.dense
-    if dense is None:
-        return {}
-    if isinstance(dense, dict):
-        return dense
-    return {"default": dense}
-
-
-def search_components(search: Any, meeting_id: str, tenant: str, questions: Sequence[Fact],
-                      vectors: Sequence[Any]) -> dict[str, Any]:
-    """The parts of one search, timed one by one over the same questions (the steps search() takes).
-
-    The query vectors are the ones timed as `query_embedding` (the default model's).
-    """
-    import inspect
-
-    names = ("catch_up_meeting_index", "mask", "query_tokenize", "bm25_top", "dense_top", "fuse", "fetch_hit_rows")
-    clocks = {name: Clock() for name in names}
-    pool = max(search.options.pool, K)
-    fuse_takes_rankings = "dense_rankings" in inspect.signature(search._fuse).parameters
-    postings: list[int] = []
-    for qi, f in enumerate(questions):
-        with clocks["catch_up_meeting_index"]():
-            index = search.meeting_index(meeting_id, tenant=tenant)
-        with clocks["mask"]():
-            mask = search._mask(index, None)
-        with clocks["query_tokenize"]():
-            tokens = search.tokenizer.tokens(f.question)
-        with clocks["bm25_top"]():
-            bm = index.bm25.top(tokens, pool, mask)
-        bm25 = index.bm25
-        postings.append(sum(len(bm25._docs[bm25._term_ids[t]]) for t in tokens if t in bm25._term_ids))
-        rankings: list[list[tuple[int, float]]] = []
-        if vectors:
-            with clocks["dense_top"]():
-                rankings = [dense.top(vectors[qi], pool, mask) for dense in _dense_indexes(index).values()]
-        with clocks["fuse"]():
-            if not rankings:
-                fused = [(d, s, r, None) for r, (d, s) in enumerate(bm[:K], 1)]
-            elif fuse_takes_rankings:
-                fused = search._fuse(bm, rankings)[:K]
-            else:
-                fused = search._fuse(bm, rankings[0])[:K]
-        with clocks["fetch_hit_rows"]():
-            search.log.get(index.segment_ids[d] for d, *_ in fused)
-    out: dict[str, Any] = {name: c.stats() for name, c in clocks.items() if c.wall}
-    out["bm25_postings_scored_per_query"] = {
-        "mean": round(statistics.fmean(postings), 1), "max": max(postings),
-    }
-    out["dense_indexes"] = list(_dense_indexes(index))
-    return out
 
 
 def run_size(ctx: Any, args: argparse.Namespace, size: int, embedder: Any, workdir: Path | None,
