@@ -137,3 +137,126 @@ def chain_hash(prev_hash: str, row: dict[str, Any]) -> str:
     """sha256 over the previous link and the canonical JSON of the row's chained fields."""
     body = json.dumps([row[name] for name in CHAINED_FIELDS], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256((prev_hash + "\n" + body).encode("utf-8")).hexdigest()
+
+
+# -- derived records: summaries and the ledger (rebuildable from the log) --------------------------------
+
+#: The ledger's item kinds, in the order `ledger --json` lists them (CONTRACT: `ledger`).
+LEDGER_KINDS = ("decision", "todo", "open_question", "fact", "glossary")
+#: The CONTRACT's key for each kind in `ledger --json`.
+LEDGER_KEYS = {"decision": "decisions", "todo": "todos", "open_question": "open_questions", "fact": "facts",
+               "glossary": "glossary"}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a summary line or ledger item comes from: the segments it cites and their time span."""
+
+    start: float
+    end: float
+    segment_ids: tuple[str, ...]
+
+    def public(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "segment_ids": list(self.segment_ids)}
+
+    @staticmethod
+    def of(segments: Any) -> Source:
+        """The source spanning `segments` (a non-empty sequence of `Segment`), in the order given."""
+        items = list(segments)
+        if not items:
+            raise ValueError("a source needs at least one segment")
+        return Source(min(s.start for s in items), max(s.end for s in items), tuple(s.segment_id for s in items))
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerItem:
+    """One decision, todo, open question, fact or glossary entry, citing the segments it was read from.
+
+    `status` is `current` until a later statement changes the item; then it is `superseded` and
+    `superseded_by` names the item that replaced it. Both stay in the ledger, in time order.
+    `origin` says what extracted it (`rules`, or `llm` for a validated model pass).
+    """
+
+    id: str
+    kind: str
+    text: str
+    source: Source
+    status: str = "current"
+    superseded_by: str | None = None
+    owner: str | None = None
+    task: str | None = None
+    due: str | None = None
+    due_date: str | None = None
+    what: str | None = None
+    value: str | None = None
+    origin: str = "rules"
+
+    def public(self) -> dict[str, Any]:
+        """The CONTRACT's item shape; todos add owner/task/due/due_date, facts add what/value."""
+        out: dict[str, Any] = {"id": self.id, "text": self.text, "status": self.status,
+                               "superseded_by": self.superseded_by, "source": self.source.public()}
+        if self.kind == "todo":
+            out.update(owner=self.owner, task=self.task, due=self.due, due_date=self.due_date)
+        elif self.kind == "fact":
+            out.update(what=self.what, value=self.value)
+        elif self.kind == "glossary" and self.what is not None:
+            out["category"] = self.what
+        out["origin"] = self.origin
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryLine:
+    """One sentence of a summary with the segments it rests on."""
+
+    text: str
+    source: Source
+
+    def public(self) -> dict[str, Any]:
+        return {"text": self.text, "segment_ids": list(self.source.segment_ids), "start": self.source.start,
+                "end": self.source.end}
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A topic section of a meeting: consecutive segments between two cuts (a long pause or a topic turn).
+
+    `closed_by` says why it ended: `pause`, `topic`, `length` (the longest a section may grow) or `end`
+    (the meeting closed). A section that has not ended yet is never summarized.
+    """
+
+    index: int
+    start: float
+    end: float
+    segment_ids: tuple[str, ...]
+    closed_by: str
+
+    @property
+    def key(self) -> str:
+        """A stable id from the segments it holds: the same section always gets the same key."""
+        return "sec_" + hashlib.sha256("\n".join(self.segment_ids).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class SectionSummary:
+    """L1: the summary of one closed section, made from that section's raw segments only."""
+
+    section: Section
+    lines: tuple[SummaryLine, ...]
+    backend: str = "extractive"
+    note: str | None = None  # why a model's summary was rejected, when it was
+
+    @property
+    def text(self) -> str:
+        return " ".join(line.text for line in self.lines)
+
+    def public(self) -> dict[str, Any]:
+        ids: list[str] = []
+        for line in self.lines:
+            ids.extend(sid for sid in line.source.segment_ids if sid not in ids)
+        out = {"start": self.section.start, "end": self.section.end, "text": self.text, "segment_ids": ids,
+               "section_segment_ids": list(self.section.segment_ids), "closed_by": self.section.closed_by,
+               "backend": self.backend, "lines": [line.public() for line in self.lines]}
+        if self.note:
+            out["note"] = self.note
+        return out
