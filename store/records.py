@@ -260,3 +260,49 @@ class SectionSummary:
         if self.note:
             out["note"] = self.note
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingDigest:
+    """Everything derived from a meeting's log for overview questions: L1s, L2 and the ledger.
+
+    `through_pos` is the last chain position it was made from; `final` says the meeting had closed then
+    (so its last section was summarized too); `open_from` is where the still-open section starts.
+    """
+
+    meeting_id: str
+    sections: tuple[SectionSummary, ...]
+    l2: tuple[SummaryLine, ...]
+    ledger: tuple[LedgerItem, ...]
+    through_pos: int
+    final: bool
+    open_from: float | None = None
+    l2_backend: str = "extractive"
+    l2_note: str | None = None
+    made_at: str = ""
+
+    def summary_public(self) -> dict[str, Any]:
+        """The CONTRACT's `summary --json` shape, plus how current it is."""
+        out: dict[str, Any] = {
+            "meeting_id": self.meeting_id,
+            "l2": [line.public() for line in self.l2],
+            "l1": [s.public() for s in self.sections],
+            "final": self.final,
+            "open_from": self.open_from,
+            "through_pos": self.through_pos,
+            "backend": self.l2_backend,
+            "made_at": self.made_at,
+        }
+        if self.l2_note:
+            out["note"] = self.l2_note
+        return out
+
+    def ledger_public(self) -> dict[str, Any]:
+        """The CONTRACT's `ledger --json` shape: one list per kind, each in time order."""
+        out: dict[str, Any] = {key: [] for key in LEDGER_KEYS.values()}
+        for item in self.ledger:
+            out[LEDGER_KEYS[item.kind]].append(item.public())
+        out["meeting_id"] = self.meeting_id
+        out["final"] = self.final
+        out["through_pos"] = self.through_pos
+        return out

@@ -350,6 +350,28 @@ class TranscriptSearch:
                 out[sid] = float(vector @ np.asarray(query_vectors[name], dtype=np.float32))
         return out
 
+    def segment_vectors(self, meeting_id: str, segment_ids: Sequence[str], *,
+                        tenant: str = DEFAULT_TENANT) -> list[np.ndarray | None]:
+        """The stored embeddings of a meeting's segments, all in one model's space (the model most of its
+        segments were embedded with); None for a segment embedded by another model or not at all."""
+        index = self.meeting_index(meeting_id, tenant=tenant)
+        with index.lock:
+            counts: dict[str, int] = {}
+            for name in index.models:
+                if name is not None:
+                    counts[name] = counts.get(name, 0) + 1
+            if not counts:
+                return [None] * len(segment_ids)
+            model = max(sorted(counts), key=lambda name: counts[name])
+            out: list[np.ndarray | None] = []
+            for sid in segment_ids:
+                doc = index.positions.get(sid)
+                if doc is None or index.models[doc] != model:
+                    out.append(None)
+                else:
+                    out.append(np.asarray(index.dense[model].vector(doc), dtype=np.float32))
+            return out
+
     # -- search -----------------------------------------------------------------------------------------
     def _mask(self, index: MeetingIndex, filters: SearchFilters | None) -> np.ndarray | None:
         n = len(index)

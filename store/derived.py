@@ -1,0 +1,137 @@
+"""Where summaries and the ledger are kept: derived tables beside the log, rebuilt from it at will.
+
+Unlike the log these rows may be replaced: a meeting's digest is written whole, in one transaction, each
+time it is remade, and `clear` forgets them all before a rebuild. The log stays the truth.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .log import TranscriptLog
+from .records import LedgerItem, MeetingDigest, Section, SectionSummary, Source, SummaryLine
+
+
+def _source(data: dict[str, Any]) -> Source:
+    return Source(float(data["start"]), float(data["end"]), tuple(data["segment_ids"]))
+
+
+def _line(data: dict[str, Any]) -> SummaryLine:
+    return SummaryLine(data["text"], _source(data))
+
+
+def _line_row(line: SummaryLine) -> dict[str, Any]:
+    return {"text": line.text, **line.source.public()}
+
+
+class DerivedStore:
+    """Reads and writes meetings' digests (L1 per section, L2, ledger) in the log's database."""
+
+    def __init__(self, log: TranscriptLog) -> None:
+        self.log = log
+        with log.transaction():
+            log.db.execute(
+                "CREATE TABLE IF NOT EXISTS summary_sections (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+                "section_key TEXT NOT NULL, idx INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL, "
+                "closed_by TEXT NOT NULL, segment_ids TEXT NOT NULL, backend TEXT NOT NULL, lines TEXT NOT NULL, "
+                "note TEXT, PRIMARY KEY (tenant, meeting_id, section_key))"
+            )
+            log.db.execute(
+                "CREATE TABLE IF NOT EXISTS meeting_digests (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+                "through_pos INTEGER NOT NULL, final INTEGER NOT NULL, open_from REAL, l2 TEXT NOT NULL, "
+                "l2_backend TEXT NOT NULL, l2_note TEXT, made_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id))"
+            )
+            log.db.execute(
+                "CREATE TABLE IF NOT EXISTS ledger_items (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+                "ord INTEGER NOT NULL, item_id TEXT NOT NULL, kind TEXT NOT NULL, item TEXT NOT NULL, "
+                "PRIMARY KEY (tenant, meeting_id, ord))"
+            )
+
+    def save(self, tenant: str, digest: MeetingDigest) -> None:
+        """Replace the meeting's digest with this one, all or nothing."""
+        key = (tenant, digest.meeting_id)
+        with self.log.transaction():
+            conn = self.log.db.conn
+            for table in ("summary_sections", "meeting_digests", "ledger_items"):
+                conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key)
+            conn.executemany(
+                "INSERT INTO summary_sections VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (*key, s.section.key, s.section.index, s.section.start, s.section.end, s.section.closed_by,
+                     json.dumps(list(s.section.segment_ids)), s.backend,
+                     json.dumps([_line_row(line) for line in s.lines], ensure_ascii=False), s.note)
+                    for s in digest.sections
+                ],
+            )
+            conn.execute(
+                "INSERT INTO meeting_digests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*key, digest.through_pos, int(digest.final), digest.open_from,
+                 json.dumps([_line_row(line) for line in digest.l2], ensure_ascii=False), digest.l2_backend,
+                 digest.l2_note, digest.made_at),
+            )
+            conn.executemany(
+                "INSERT INTO ledger_items VALUES (?, ?, ?, ?, ?, ?)",
+                [(*key, n, item.id, item.kind, json.dumps(_item_row(item), ensure_ascii=False))
+                 for n, item in enumerate(digest.ledger)],
+            )
+
+    def sections(self, tenant: str, meeting_id: str) -> dict[str, SectionSummary]:
+        """The stored L1s of a meeting by section key (so an unchanged section is not summarized again)."""
+        rows = self.log.read(
+            "SELECT section_key, idx, start, end, closed_by, segment_ids, backend, lines, note FROM summary_sections "
+            "WHERE tenant = ? AND meeting_id = ? ORDER BY idx", (tenant, meeting_id))
+        out: dict[str, SectionSummary] = {}
+        for key, idx, start, end, closed_by, ids, backend, lines, note in rows:
+            section = Section(idx, start, end, tuple(json.loads(ids)), closed_by)
+            out[key] = SectionSummary(section, tuple(_line(d) for d in json.loads(lines)), backend, note)
+        return out
+
+    def load(self, tenant: str, meeting_id: str) -> MeetingDigest | None:
+        """The meeting's stored digest, or None when none has been made."""
+        rows = self.log.read(
+            "SELECT through_pos, final, open_from, l2, l2_backend, l2_note, made_at FROM meeting_digests "
+            "WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id))
+        if not rows:
+            return None
+        through_pos, final, open_from, l2, l2_backend, l2_note, made_at = rows[0]
+        items = self.log.read(
+            "SELECT item FROM ledger_items WHERE tenant = ? AND meeting_id = ? ORDER BY ord", (tenant, meeting_id))
+        return MeetingDigest(
+            meeting_id=meeting_id,
+            sections=tuple(self.sections(tenant, meeting_id).values()),
+            l2=tuple(_line(d) for d in json.loads(l2)),
+            ledger=tuple(_item(json.loads(row[0])) for row in items),
+            through_pos=through_pos,
+            final=bool(final),
+            open_from=open_from,
+            l2_backend=l2_backend,
+            l2_note=l2_note,
+            made_at=made_at,
+        )
+
+    def through_pos(self, tenant: str, meeting_id: str) -> tuple[int, bool] | None:
+        """How far the stored digest reaches (chain position, final), without reading it whole."""
+        rows = self.log.read("SELECT through_pos, final FROM meeting_digests WHERE tenant = ? AND meeting_id = ?",
+                             (tenant, meeting_id))
+        return (rows[0][0], bool(rows[0][1])) if rows else None
+
+    def clear(self) -> None:
+        """Forget every digest (before a rebuild from the log)."""
+        with self.log.transaction():
+            for table in ("summary_sections", "meeting_digests", "ledger_items"):
+                self.log.db.execute(f"DELETE FROM {table}")
+
+
+_ITEM_FIELDS = ("id", "kind", "text", "status", "superseded_by", "owner", "task", "due", "due_date", "what", "value",
+                "origin")
+
+
+def _item_row(item: LedgerItem) -> dict[str, Any]:
+    row = {name: getattr(item, name) for name in _ITEM_FIELDS}
+    row["source"] = item.source.public()
+    return row
+
+
+def _item(row: dict[str, Any]) -> LedgerItem:
+    return LedgerItem(source=_source(row["source"]), **{name: row[name] for name in _ITEM_FIELDS if name in row})
