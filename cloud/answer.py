@@ -9,14 +9,16 @@ Nothing is paraphrased, so names, numbers and dates come back exactly as they we
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
 from meetmem.store.log import DEFAULT_TENANT
-from meetmem.store.records import Segment
+from meetmem.store.records import MeetingDigest, Segment
+from meetmem.summarizers.extractive import sentences
 
+from .overview import overview_answer
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -28,7 +30,9 @@ MAX_CITATIONS = 10
 _OVERVIEW_RE = re.compile(
     r"\b(summar\w*|overview|recap|gist|key points|main points|highlights|what (?:was|is) (?:the|this) meeting about"
     r"|what did we (?:decide|agree)|what (?:was|were|has been|have been) (?:decided|agreed)|decisions?"
-    r"|action items?|to-?dos?|next steps|pending|outstanding|open questions|what do i owe|follow[- ]ups?)\b"
+    r"|action items?|to-?dos?|next steps|pending|outstanding|open questions|what do i owe|follow[- ]ups?"
+    r"|what (?:does|did|will) \w+(?: \w+)? owe|what (?:is|are|was|were) \w+(?: \w+)? (?:supposed|meant) to do"
+    r"|who (?:is|was) (?:doing|taking|handling) what)\b"
     r"|总结|概括|概述|要点|决定了什么|做了哪些决定|有哪些决定|待办|哪些任务|行动项|主要(?:讲|讨论)了?什么|还有哪些问题",
     re.IGNORECASE,
 )
@@ -93,7 +97,6 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     ),
 }
 _CJK_NAME_RE = re.compile(r"[\u4e00-\u9fff]")
-_SENTENCE_RE = re.compile(r"[^.!?。！？；;]+(?:[.!?。！？；;]+|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,12 +155,6 @@ def expected_answer_types(question: str) -> list[str]:
     return [name for name, (asks, _) in _ANSWER_TYPES.items() if asks.search(question)]
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of a segment, each a verbatim substring of it (stripped)."""
-    found = [m.group(0).strip() for m in _SENTENCE_RE.finditer(text)]
-    return [s for s in found if s] or [text.strip()]
-
-
 def format_time(seconds: float) -> str:
     """`MM:SS` (or `H:MM:SS` past the hour), the way a player shows a position."""
     total = int(seconds)
@@ -173,6 +170,8 @@ class Answerer:
         search: the meeting search (holds the log and the loaded models; reused across questions).
         candidates: how many top hits (and their neighbours) the sentence reranker considers.
         weights: the reranker's weights of retrieval prior, cosine, term overlap and answer-type match.
+        digests: a meeting's stored digest (ledger and summaries) for overview questions; called as
+            `digests(meeting_id, tenant=...)`. Without it, overview questions are answered by retrieval.
     """
 
     def __init__(
@@ -181,8 +180,10 @@ class Answerer:
         *,
         candidates: int = 6,
         weights: tuple[float, float, float, float] = (0.35, 0.5, 0.4, 0.4),
+        digests: Callable[..., MeetingDigest | None] | None = None,
     ) -> None:
         self.search = search
+        self.digests = digests
         self.candidates = candidates
         self.weights = weights
 
@@ -197,6 +198,10 @@ class Answerer:
         """Answer one question; citations are the segments the answer rests on, most relevant first."""
         question = question.strip()
         kind = question_kind(question)
+        if kind == "overview" and self.digests is not None:
+            answer = self._from_digest(meeting_id, tenant, question)
+            if answer is not None:
+                return answer
         dense = self.search.routes is not None
         query_vectors = self.search.encode_query(meeting_id, question, tenant=tenant) if dense else None
         mode = "hybrid" if dense else "bm25"
@@ -231,6 +236,24 @@ class Answerer:
             for s in ordered
         )
         return Answer(question, kind, text, citations, manifest)
+
+    def _from_digest(self, meeting_id: str, tenant: str, question: str) -> Answer | None:
+        """An overview answer from the ledger and L2, or None when they hold nothing for this question."""
+        assert self.digests is not None
+        self.search.log.require_meeting(meeting_id, tenant=tenant)
+        made = overview_answer(question, self.digests(meeting_id, tenant=tenant), self.search.log.get)
+        if made is None:
+            return None
+        text, cited, blocks = made
+        cited = cited[:MAX_CITATIONS]
+        citations = tuple(Citation(s.segment_id, s.start, s.end, s.speaker, s.text) for s in cited)
+        manifest = (
+            (ManifestBlock("question", count_tokens(question), "question"),)
+            + tuple(ManifestBlock(name, tokens, reason) for name, tokens, reason in blocks)
+            + tuple(ManifestBlock(f"segment {s.segment_id} [{format_time(s.start)}]", count_tokens(s.text),
+                                  "cited by the ledger or summary") for s in cited)
+        )
+        return Answer(question, "overview", text, citations, manifest)
 
     def _named_speaker(self, meeting_id: str, tenant: str, question: str) -> str | None:
         """The meeting speaker the question names, if any (the longest name wins: "Chen Wei" over "Chen")."""

@@ -60,6 +60,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from meetmem.store.index.search import TranscriptSearch, embedder_routes
         from meetmem.store.log import TranscriptLog
+        from meetmem.summarizers.backends import make_summarizer
+        from meetmem.summarizers.digest import MeetingDigester
 
         from .answer import Answerer
         from .auth import TokenStore
@@ -73,13 +75,18 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                      on_load=lambda name: log.info("loading the %s embedding model", name))
         transcript_log = TranscriptLog(settings.db)
         search = TranscriptSearch(transcript_log, routes)
+        summarizer = make_summarizer(settings.summarizer, llm_url=settings.llm_url, llm_model=settings.llm_model,
+                                     llm_api_key=settings.llm_api_key, llm_timeout=settings.llm_timeout)
+        digester = MeetingDigester(transcript_log, search, summarizer)
+        answerer = Answerer(search, digests=digester.stored)
         service = MeetingService(
             transcript_log,
             search,
-            Answerer(search),
+            answerer,
             ServiceOptions(close_after_silence=settings.close_after_silence,
                            reap_interval=min(30.0, max(0.05, settings.close_after_silence / 4))),
             voice=VoiceQuestions(settings.voice_model, threads=settings.threads or 1),
+            digester=digester,
         )
         app.state.settings = settings
         app.state.tokens = TokenStore(transcript_log)
@@ -100,9 +107,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     _add_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
-    from .routers import ask, events, health, meetings
+    from .routers import ask, digests, events, health, meetings
 
-    for module in (health, meetings, ask, events):
+    for module in (health, meetings, ask, digests, events):
         app.include_router(module.router)
     return app
 
@@ -201,6 +208,13 @@ def _add_error_handlers(app: FastAPI) -> None:
             detail = f"{request.method} is not allowed here; use {' or '.join(allowed)}"
         return _error(exc.status_code, str(detail), headers or None)
 
+    async def summarizer_error(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("summarizer error on %s %s: %s", request.method, request.url.path, exc)
+        return _error(503, f"summaries could not be made: {exc}", {"Retry-After": "5"})
+
+    from meetmem.summarizers.errors import SummarizerError
+
     app.add_exception_handler(StoreError, store_error)
+    app.add_exception_handler(SummarizerError, summarizer_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

@@ -24,11 +24,18 @@ class BackgroundIndexer:
     """One worker thread that brings meetings' indexes up to date, coalescing repeated notices.
 
     Args:
-        catch_up: brings one meeting's index up to date (`TranscriptSearch.meeting_index`).
+        catch_up: brings one meeting's index up to date (`TranscriptSearch.meeting_index`), or whatever
+            derived data this worker keeps (the summaries and ledger).
+        name: the thread's name.
+        pause: seconds the worker rests after each job, so notices that arrive meanwhile are coalesced
+            (a summary need not be remade for every batch of a live meeting).
     """
 
-    def __init__(self, catch_up: Callable[[str, str], object]) -> None:
+    def __init__(self, catch_up: Callable[[str, str], object], *, name: str = "meetmem-indexer",
+                 pause: float = 0.0) -> None:
         self._catch_up = catch_up
+        self._name = name
+        self._pause = pause
         self._pending: dict[MeetingKey, None] = {}
         self._cond = threading.Condition()
         self._stopping = False
@@ -39,7 +46,7 @@ class BackgroundIndexer:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="meetmem-indexer", daemon=True)
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
             self._thread.start()
 
     def notify(self, tenant: str, meeting_id: str) -> None:
@@ -84,8 +91,10 @@ class BackgroundIndexer:
                 pass
             except Exception:  # the worker must outlive one bad meeting; the search path will retry it
                 self.failures += 1
-                log.exception("indexing meeting %r of tenant %r failed", key[1], key[0])
+                log.exception("%s: meeting %r of tenant %r failed", self._name, key[1], key[0])
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+                    if self._pause > 0 and not self._stopping:
+                        self._cond.wait_for(lambda: self._stopping, timeout=self._pause)

@@ -133,6 +133,70 @@ class VoiceAnswerOut(AnswerOut):
     transcribed_question: str = Field(description="what the recogniser heard")
 
 
+class SourceOut(BaseModel):
+    start: float
+    end: float
+    segment_ids: list[str]
+
+
+class SummaryLineOut(BaseModel):
+    text: str = Field(description="a sentence of the transcript, verbatim (extractive) or a validated model line")
+    segment_ids: list[str] = Field(description="the segments it rests on")
+    start: float
+    end: float
+
+
+class SectionSummaryOut(BaseModel):
+    start: float
+    end: float
+    text: str
+    segment_ids: list[str] = Field(description="the segments its lines cite")
+    section_segment_ids: list[str] = Field(description="every segment of the topic section")
+    closed_by: str = Field(description="why the section ended: pause, topic, length or end")
+    backend: str
+    lines: list[SummaryLineOut]
+    note: str | None = Field(default=None, description="why a model's summary was rejected, if it was")
+
+
+class SummaryOut(BaseModel):
+    meeting_id: str
+    l2: list[SummaryLineOut] = Field(description="the meeting's summary, made from the L1s alone")
+    l1: list[SectionSummaryOut] = Field(description="one per closed topic section, from its raw segments")
+    final: bool = Field(description="the meeting had closed, so its last section is summarized too")
+    open_from: float | None = Field(description="where the section still in progress starts")
+    through_pos: int
+    backend: str
+    made_at: str
+    note: str | None = None
+
+
+class LedgerItemOut(BaseModel):
+    id: str
+    text: str
+    status: Literal["current", "superseded"]
+    superseded_by: str | None
+    source: SourceOut
+    origin: str = "rules"
+    owner: str | None = None
+    task: str | None = None
+    due: str | None = Field(default=None, description="the due date as said")
+    due_date: str | None = Field(default=None, description="ISO date when it could be resolved")
+    what: str | None = None
+    value: str | None = None
+    category: str | None = None
+
+
+class LedgerOut(BaseModel):
+    meeting_id: str
+    decisions: list[LedgerItemOut]
+    todos: list[LedgerItemOut]
+    open_questions: list[LedgerItemOut]
+    facts: list[LedgerItemOut]
+    glossary: list[LedgerItemOut]
+    final: bool
+    through_pos: int
+
+
 class ClosureOut(BaseModel):
     closed_at: str
     reason: str = Field(description="`closed` (a client said so) or `silence`")

@@ -1,7 +1,8 @@
 """The cloud's work, apart from HTTP: ingest, reads, closing meetings, answering, and the background jobs.
 
 The request path only appends to the log and reads from it; embedding and indexing run on the indexer
-thread, model loading on a loader thread at start-up, and closing silent meetings on a reaper thread.
+thread, summaries and the ledger on the summarizer thread (questions read what it stored and never wait
+for it), model loading on a loader thread at start-up, and closing silent meetings on a reaper thread.
 Routers call this class; it knows nothing of FastAPI, so the same behaviour is testable without a server.
 """
 
@@ -25,6 +26,8 @@ from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
     from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
+    from meetmem.store.records import MeetingDigest
+    from meetmem.summarizers.digest import MeetingDigester
 
     from .answer import Answer, Answerer
 
@@ -45,11 +48,13 @@ class ServiceOptions:
         close_after_silence: seconds without a new segment after which an open meeting is closed (0: never).
         reap_interval: how often the reaper looks for silent meetings, in seconds.
         warm_indexes: catch every stored meeting's index up at start-up, before reporting ready.
+        summary_pause: seconds the summarizer rests between jobs, coalescing a live meeting's batches.
     """
 
     close_after_silence: float = 1800.0
     reap_interval: float = 30.0
     warm_indexes: bool = True
+    summary_pause: float = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,7 @@ class MeetingService:
         answerer: the extractive answer path shared with the CLI.
         options: background behaviour.
         voice: the recogniser for spoken questions (none: spoken questions get 503).
+        digester: keeps summaries and the ledger (none: overview questions use retrieval alone).
         clock: monotonic seconds (injectable so silence-closing is testable without waiting).
     """
 
@@ -80,6 +86,7 @@ class MeetingService:
         options: ServiceOptions | None = None,
         *,
         voice: VoiceQuestions | None = None,
+        digester: MeetingDigester | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.log = log
@@ -89,7 +96,10 @@ class MeetingService:
         self.clock = clock
         self.voice = voice or VoiceQuestions("none")
         self.feed = LiveFeed()
-        self.indexer = BackgroundIndexer(lambda tenant, meeting: search.meeting_index(meeting, tenant=tenant))
+        self.digester = digester
+        self.summaries = BackgroundIndexer(self._summarize, name="meetmem-summarizer",
+                                           pause=self.options.summary_pause)
+        self.indexer = BackgroundIndexer(self._index)
         self.on_close: list[Callable[[str, str, Closure], None]] = []
         self.state: State = "loading"
         self.failure: str | None = None
@@ -103,6 +113,7 @@ class MeetingService:
         """Start the background threads; the service answers ingest at once and questions once ready."""
         self._seed_activity()
         self.indexer.start()
+        self.summaries.start()
         for target, name in ((self._load, "meetmem-loader"), (self._reap_forever, "meetmem-reaper")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -111,6 +122,7 @@ class MeetingService:
     def stop(self) -> None:
         self._stop.set()
         self.indexer.stop()
+        self.summaries.stop()
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads.clear()
@@ -141,6 +153,10 @@ class MeetingService:
             return
         self.voice.load()  # a missing recogniser costs only spoken questions, not readiness
         self.state = "ready"
+        if self.digester is not None:
+            for tenant, meeting_id in self.log.meetings():
+                if not self.digester.is_current(meeting_id, tenant=tenant):
+                    self.summaries.notify(tenant, meeting_id)
         log.info("ready in %.1f s", time.perf_counter() - started)
 
     def require_ready(self) -> None:
@@ -168,6 +184,16 @@ class MeetingService:
             self.feed.publish(key)
         return result, ids
 
+    def _index(self, tenant: str, meeting_id: str) -> None:
+        self.search.meeting_index(meeting_id, tenant=tenant)
+        if self.digester is not None and self.state == "ready":
+            self.summaries.notify(tenant, meeting_id)
+
+    def _summarize(self, tenant: str, meeting_id: str) -> None:
+        assert self.digester is not None
+        if not self.digester.is_current(meeting_id, tenant=tenant):
+            self.digester.update(meeting_id, tenant=tenant)
+
     # -- reads ------------------------------------------------------------------------------------------
     def segments(self, tenant: str, meeting_id: str, *, start: float | None = None,
                  end: float | None = None) -> list[Segment]:
@@ -186,6 +212,26 @@ class MeetingService:
 
     def require_meeting(self, tenant: str, meeting_id: str) -> None:
         self.log.require_meeting(meeting_id, tenant=tenant)
+
+    def digest(self, tenant: str, meeting_id: str) -> MeetingDigest:
+        """The meeting's summaries and ledger for GET summary / ledger.
+
+        A closed meeting's digest is brought up to date here if the summarizer has not reached it yet
+        (its summaries are due at once); a live meeting's is what the summarizer stored last, made here
+        only if it has made none yet.
+        """
+        self.log.require_meeting(meeting_id, tenant=tenant)
+        self.require_ready()
+        if self.digester is None:
+            raise NotReady("summaries are not configured on this server")
+        if self.log.closure(meeting_id, tenant=tenant) is not None:
+            return self.digester.digest(meeting_id, tenant=tenant)
+        stored = self.digester.stored(meeting_id, tenant=tenant)
+        return stored if stored is not None else self.digester.update(meeting_id, tenant=tenant)
+
+    def stored_digest(self, meeting_id: str, *, tenant: str) -> MeetingDigest | None:
+        """What the summarizer stored last (the ask path's view: it never waits for a summary)."""
+        return self.digester.stored(meeting_id, tenant=tenant) if self.digester is not None else None
 
     # -- questions --------------------------------------------------------------------------------------
     def ask(self, tenant: str, meeting_id: str, question: str) -> Answer:
@@ -216,6 +262,8 @@ class MeetingService:
         with self._activity_lock:
             self._activity.pop(key, None)
         self.feed.publish(key)
+        if self.digester is not None and self.state == "ready":
+            self.summaries.notify(tenant, meeting_id)
         for hook in self.on_close:
             try:
                 hook(tenant, meeting_id, closure)

@@ -93,6 +93,17 @@ class CloudClient:
     def ask(self, meeting_id: str, question: str, *, explain: bool = False) -> dict[str, Any]:
         return self._call("POST", f"/v1/meetings/{meeting_id}/ask", json={"question": question, "explain": explain})
 
+    def glossary(self, meeting_id: str) -> list[str]:
+        """The meeting's glossary as the cloud's ledger holds it (people, products, terms): ASR hotwords for
+        a device joining or resuming the meeting. An unknown meeting has none yet."""
+        try:
+            ledger = self._call("GET", f"/v1/meetings/{meeting_id}/ledger")
+        except CloudError as exc:
+            if exc.status == 404:
+                return []
+            raise
+        return [item["text"] for item in ledger.get("glossary", []) if item.get("status") == "current"]
+
     def close_meeting(self, meeting_id: str) -> dict[str, Any]:
         return self._call("POST", f"/v1/meetings/{meeting_id}/close")
 

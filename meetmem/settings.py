@@ -34,6 +34,18 @@ class Settings(BaseSettings):
     # and a MiniLM query went from ~15 ms to 50-300 ms (docs/BENCHMARKS.md). Raise it for bulk re-embedding.
     threads: int | None = Field(default=1, description="CPU threads for the models (None: the library's default)")
 
+    # -- summaries and the ledger ------------------------------------------------------------------------
+    summarizer: str = Field(
+        default="extractive",
+        description="how L1/L2 summaries are made: extractive (no model, verbatim sentences) or llm (an "
+        "OpenAI-compatible chat API, validated against the transcript; extractive when it fails)",
+    )
+    llm_url: str | None = Field(default=None, description="base URL of an OpenAI-compatible API, e.g. "
+                                "http://127.0.0.1:8080/v1 (llama.cpp server, vLLM, Ollama, a hosted service)")
+    llm_model: str | None = Field(default=None, description="the model name sent to that API")
+    llm_api_key: str | None = Field(default=None, description="the bearer key for that API, if it needs one")
+    llm_timeout: float = Field(default=60.0, gt=0, description="seconds to wait for one model reply")
+
     # -- the cloud service (`meetmem serve`) ---------------------------------------------------------------
     host: str = Field(default="127.0.0.1", description="the address `meetmem serve` listens on")
     port: int = Field(default=8000, ge=0, le=65535, description="the port `meetmem serve` listens on")

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from meetmem.edge.errors import EdgeError
 from meetmem.store.errors import StoreError
+from meetmem.summarizers.errors import SummarizerError
 
 
 def common_flags(*, tenant: bool = True) -> argparse.ArgumentParser:
@@ -36,10 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench_commands import add_bench_commands
     from .cloud_commands import add_cloud_commands
     from .demo import add_demo_command
+    from .digest_commands import add_digest_commands
     from .edge_commands import add_edge_commands
     from .store_commands import add_store_commands
 
     add_store_commands(sub, common)
+    add_digest_commands(sub, common)
     add_cloud_commands(sub, common, common_flags(tenant=False))
     add_edge_commands(sub, common)
     add_bench_commands(sub, common)
@@ -65,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ctx = CommandContext(settings, quiet=args.quiet)
     try:
         return int(args.func(args, ctx) or 0)
-    except (StoreError, EdgeError) as exc:
+    except (StoreError, EdgeError, SummarizerError) as exc:
         sys.stderr.write(f"meetmem: error: {exc}\n")
         return 1
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from meetmem.cloud.answer import Answerer
     from meetmem.store.index.search import EmbedderRoutes, TranscriptSearch
     from meetmem.store.log import TranscriptLog
+    from meetmem.summarizers.digest import MeetingDigester
 
 
 @dataclass
@@ -24,6 +25,7 @@ class CommandContext:
     _log: TranscriptLog | None = field(default=None, init=False)
     _search: TranscriptSearch | None = field(default=None, init=False)
     _answerer: Answerer | None = field(default=None, init=False)
+    _digester: MeetingDigester | None = field(default=None, init=False)
 
     @property
     def tenant(self) -> str:
@@ -57,8 +59,21 @@ class CommandContext:
         if self._answerer is None:
             from meetmem.cloud.answer import Answerer
 
-            self._answerer = Answerer(self.search)
+            self._answerer = Answerer(self.search, digests=self.digester.digest)
         return self._answerer
+
+    @property
+    def digester(self) -> MeetingDigester:
+        """Summaries and the ledger, made with the summarizer the settings choose."""
+        if self._digester is None:
+            from meetmem.summarizers.backends import make_summarizer
+            from meetmem.summarizers.digest import MeetingDigester
+
+            s = self.settings
+            summarizer = make_summarizer(s.summarizer, llm_url=s.llm_url, llm_model=s.llm_model,
+                                         llm_api_key=s.llm_api_key, llm_timeout=s.llm_timeout)
+            self._digester = MeetingDigester(self.log, self.search, summarizer)
+        return self._digester
 
     def close(self) -> None:
         if self._log is not None:

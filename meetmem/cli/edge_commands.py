@@ -75,6 +75,23 @@ class StatusLine:
             sys.stderr.write("\n")
 
 
+def _with_cloud_glossary(client: Any, meeting_id: str, glossary: tuple[str, ...], *, quiet: bool) -> tuple[str, ...]:
+    """Add the names and terms the cloud's ledger already holds for this meeting (a device joining late or
+    resuming); offline, the agent records with what it has."""
+    from meetmem.edge.errors import CloudError
+
+    try:
+        terms = client.glossary(meeting_id)
+    except CloudError as exc:
+        if not quiet:
+            note(f"no glossary from the cloud ({exc}); recording without it")
+        return glossary
+    merged = tuple(dict.fromkeys(glossary + tuple(terms[:50])))
+    if terms and not quiet:
+        note(f"{len(terms)} glossary terms from the cloud's ledger as hotwords")
+    return merged
+
+
 def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.edge import audio
     from meetmem.edge.agent import CaptureAgent, CaptureOptions, default_outbox_path, source_id
@@ -100,10 +117,13 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
         note(f"loading the Whisper {args.model} model ...")
     asr = _asr(args)
     client = CloudClient(cloud, token)
+    glossary = _glossary(args)
+    if args.cloud_glossary:
+        glossary = _with_cloud_glossary(client, args.meeting, glossary, quiet=ctx.quiet)
     uploader = Uploader(outbox, client, SyncOptions(batch=args.batch))
     status_line = StatusLine(outbox, uploader, enabled=not ctx.quiet)
     agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id=args.meeting, language=asr.options.language,
-                                                     glossary=_glossary(args), speaker=args.speaker),
+                                                     glossary=glossary, speaker=args.speaker),
                          on_segment=lambda _: uploader.notify(), on_status=status_line)
     uploader.start()
     try:
@@ -218,6 +238,8 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     p.add_argument("--speaker", default=None, help="a speaker label for every segment (the wearer)")
     p.add_argument("--device-id", default=None, help="the device id of a new outbox (default: random)")
     p.add_argument("--batch", type=int, default=50, help="segments per request (default 50)")
+    p.add_argument("--no-cloud-glossary", dest="cloud_glossary", action="store_false",
+                   help="do not add the glossary the cloud's ledger holds for the meeting to the hotwords")
     p.set_defaults(func=cmd_edge_run)
 
     p = edge_sub.add_parser("ask", parents=[common, asr], help="ask the cloud a spoken question",

@@ -31,10 +31,15 @@ def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
     result = ctx.log.append(args.meeting_id, device_id, segments, tenant=ctx.tenant)
     if not ctx.quiet:
         note(f"stored {result.new} new segments ({result.duplicates} already stored) in meeting {args.meeting_id}")
-    if result.new:
+    # A file is a whole meeting (CONTRACT): it is closed once stored, and its summaries and ledger are made
+    # before the command returns.
+    if result.new or ctx.log.closure(args.meeting_id, tenant=ctx.tenant) is None:
+        ctx.log.close_meeting(args.meeting_id, tenant=ctx.tenant, reason="ingested")
+    if result.new or not ctx.digester.is_current(args.meeting_id, tenant=ctx.tenant):
         ctx.search.meeting_index(
             args.meeting_id, tenant=ctx.tenant, progress=StderrProgress("indexing", enabled=not ctx.quiet)
         )
+        ctx.digester.update(args.meeting_id, tenant=ctx.tenant)
     out = {"meeting_id": args.meeting_id, "device_id": device_id, "segments": len(segments), "new": result.new,
            "duplicates": result.duplicates}
     if args.json:
@@ -133,10 +138,11 @@ def cmd_verify(args: argparse.Namespace, ctx: CommandContext) -> int:
 def cmd_reindex(args: argparse.Namespace, ctx: CommandContext) -> int:
     total = ctx.search.rebuild(progress=StderrProgress("embedding", enabled=not ctx.quiet))
     meetings = len(ctx.log.meetings())
+    digests = ctx.digester.rebuild()
     if args.json:
-        emit_json({"meetings": meetings, "segments": total})
+        emit_json({"meetings": meetings, "segments": total, "digests": digests})
     else:
-        print(f"rebuilt the indexes of {meetings} meetings ({total} segments)")
+        print(f"rebuilt the indexes, summaries and ledgers of {meetings} meetings ({total} segments)")
     return 0
 
 
@@ -183,5 +189,6 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("reindex", parents=[common], help="rebuild every derived index from the log",
-                       description="Drop every derived index (vectors included) and rebuild it from the log.")
+                       description="Drop every derived index (vectors included), summary and ledger, and rebuild "
+                       "them from the log.")
     p.set_defaults(func=cmd_reindex)

@@ -245,6 +245,9 @@ def test_verify_detects_a_deleted_middle_row(meetmem_cli, tamper_db: Path) -> No
     ["search", "no-such-meeting", "aluminium", "--json"],
     ["ask", "no-such-meeting", "what was decided?", "--json"],
     ["verify", "no-such-meeting"],
+    ["summary", "no-such-meeting", "--json"],
+    ["ledger", "no-such-meeting", "--json"],
+    ["ledger", MEETING, "--json", "--tenant", "someone-else"],
     ["segments", MEETING, "--json", "--tenant", "someone-else"],
 ])
 def test_unknown_meeting_is_an_error_on_stderr_only(meetmem_cli, launch_db: Path, command: list[str]) -> None:
@@ -261,6 +264,34 @@ def test_reindex_json(run_cli, sample_meeting_path: Path, jsonl_writer, tmp_path
     assert run_cli("ingest", "other", str(other)).returncode == 0
     result = run_cli("reindex", "--json")
     assert result.returncode == 0, result.stderr
-    assert result.json() == {"meetings": 2, "segments": 53}
+    assert result.json() == {"meetings": 2, "segments": 53, "digests": 2}
     hits = run_cli("search", MEETING, "TS-204", "--json").json()
     assert "TS-204" in hits[0]["text"]
+
+
+def test_summary_and_ledger_json_follow_the_contract(meetmem_cli, launch_db: Path) -> None:
+    summary = meetmem_cli("summary", MEETING, "--json", db=launch_db)
+    assert summary.returncode == 0, summary.stderr
+    data = summary.json()
+    assert data["final"] is True  # a file ingest is a closed meeting
+    assert data["l2"] and all(set(line) >= {"text", "segment_ids"} for line in data["l2"])
+    assert data["l1"] and all(set(s) >= {"start", "end", "text", "segment_ids"} for s in data["l1"])
+    segments = {s["segment_id"]: s for s in meetmem_cli("segments", MEETING, "--json", db=launch_db).json()}
+    for line in data["l2"]:
+        assert all(sid in segments for sid in line["segment_ids"])
+
+    ledger = meetmem_cli("ledger", MEETING, "--json", db=launch_db)
+    assert ledger.returncode == 0, ledger.stderr
+    items = ledger.json()
+    for key in ("decisions", "todos", "open_questions", "facts", "glossary"):
+        for item in items[key]:
+            assert set(item) >= {"id", "text", "status", "superseded_by", "source"}
+            assert set(item["source"]) == {"start", "end", "segment_ids"}
+            assert all(sid in segments for sid in item["source"]["segment_ids"])
+    todo = next(t for t in items["todos"] if t["owner"] == "Bob" and t["due"] == "March 12th")
+    assert set(todo) >= {"owner", "task", "due", "due_date"} and "revised quote" in todo["task"]
+    assert all(set(f) >= {"what", "value"} for f in items["facts"])
+    assert any(f["value"] == "$4,250" for f in items["facts"])
+
+    text = meetmem_cli("ledger", MEETING, db=launch_db)
+    assert text.returncode == 0 and "Decisions:" in text.stdout and "TS-204" in text.stdout

@@ -121,3 +121,27 @@ def test_a_revoked_token_stops_sync_and_keeps_the_segments(tmp_path: Path, serve
         finally:
             uploader.stop()
             client.close()
+
+
+def test_the_cloud_ledger_glossary_becomes_the_devices_hotwords(serve_factory: Callable[..., Any],
+                                                                token_maker: Callable[[Path, str], str],
+                                                                sample_segments: list[Any]) -> None:
+    serve = serve_factory()  # BM25 alone: the glossary needs no embedding model
+    token = token_maker(serve.db, "acme")
+    serve.start()
+    client = CloudClient(serve.url, token)
+    try:
+        assert client.glossary("not-started-yet") == []
+        rows = [{k: v for k, v in vars_of(s).items() if v is not None} for s in sample_segments]
+        client.post_segments("review", "glasses-1", rows)
+        client.close_meeting("review")
+        terms = client.glossary("review")
+    finally:
+        client.close()
+    assert {"TS-204", "Dana", "Chen Wei"} <= set(terms)
+
+
+def vars_of(segment: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(segment)

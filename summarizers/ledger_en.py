@@ -1,0 +1,368 @@
+"""English ledger patterns: decisions, commitments, open questions, facts, names and changes in meeting talk.
+
+The patterns are ordinary English meeting phrasing ("we'll go with", "I'll send", "can you ... by Friday",
+"we still need to figure out"), not phrases of any one corpus. Precision first: a sentence that only
+discusses an option ("we could use rubber") is not a decision, and a question is only an open question
+when it is flagged as open or nobody answers it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .dates import find_due
+from .ledger_rules import ChangeMatch, FactMatch, Span, TodoMatch
+
+lang = "en"
+
+_FUTURE = r"(?:'ll|\s+will|\s+shall|'m going to|\s+am going to|'m gonna|\s+am gonna)"
+_YOU_FUTURE = r"(?:'ll|\s+will|'re going to|\s+are going to|'re gonna|\s+are gonna)"
+_THIRD_FUTURE = (r"(?:'ll|\s+will|\s+is going to|'s going to|\s+is gonna|'s gonna|\s+gonna|\s+should|\s+needs to|"
+                 r"\s+has to|\s+have to|\s+are going to|\s+are gonna)")
+_ADVERBS = r"(?:(?:also|just|then|probably|definitely|still|now|first|quickly|actually|already|uh|um)\s+)*"
+#: Verbs of work done after the meeting. "Show", "tell", "explain" are left out: they happen in the room.
+_ACTION_VERBS = (
+    r"(?:send|e-?mail|mail|forward|write|draft|prepare|type|post|put up|upload|share|circulate|distribute|"
+    r"look (?:into|at|for|up)|check|double-check|find out|find|figure out|follow up|talk to|speak (?:to|with)|"
+    r"call|ask|contact|email|set up|book|schedule|arrange|organi[sz]e|make sure|update|fix|review|"
+    r"investigate|research|get\s+back\s+to|finish|complete|work on|be working on|be looking (?:into|at)|"
+    r"focus on|be focusing on|handle|take care of|sort out|create|build|design|come up with|deliver|test|"
+    r"confirm|read|go through|think about|produce|do\s+(?:the|some|a|an|my|your|our|their)\b|"
+    r"get\s+(?:hold|in\s+touch)|implement|evaluate|compile|collect|"
+    r"gather|report|investigate|explore|buy|order|submit|send out|write up|put together|draw up|sketch|"
+    r"work together|put|save|take\s+(?:the\s+|some\s+)?(?:minutes|notes)|be\s+thinking\s+about|be\s+in\s+charge)")
+_ROLE_NOUNS = (r"(?:designer|manager|expert|engineer|lead|developer|analyst|specialist|executive|director|"
+               r"owner|team|department|marketing|finance|legal|sales|ops|support)")
+_NAME = r"(?:[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})"
+_NOT_NAMES = frozenset("""I We You He She They It This That There Here So And But Or Okay OK Ok Yeah Yes No Well
+Then Now Right Alright All Maybe Also Just What Who Why How When Where Which Let Let's Oh Um Uh Mm Hmm Sure Good
+Great Fine Thanks Thank Because If As At On In For From With By To Of The A An Our My Your Their Its Do Does Did
+Can Could Would Should Will Shall May Might Must Is Are Was Were Be Been Please Actually Anyway Hi Hello Hey
+Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April June July August September
+October November December Euro Euros Dollar Dollars English Christmas""".split())
+
+_DECISION_RES = tuple(re.compile(p, re.I) for p in (
+    r"\bwe(?:'ve| have)?\s+(?:just\s+|all\s+|already\s+)?(?:decided|agreed|settled|concluded|chosen|opted)\b",
+    r"\b(?:it's|it is|it was|it has been|that's|that is|that was)\s+(?:been\s+)?(?:decided|agreed|settled)\b",
+    r"\b(?:the|our|final)\s+decision\s+(?:is|was|will be)\b",
+    r"\blet's\s+(?:just\s+|then\s+)?(?:go\s+(?:with|for)|use|stick\s+(?:with|to)|keep|choose|pick|drop|forget|"
+    r"get\s+rid\s+of|leave\s+out|not\s+(?:use|go|include|have)|settle\s+on|opt\s+for)\b",
+    r"\bwe(?:'ll|\s+will|'re\s+going\s+to|\s+are\s+going\s+to|'re\s+gonna|\s+are\s+gonna|'re|\s+are)?\s+"
+    r"(?:just\s+|then\s+|definitely\s+|probably\s+)?(?:go(?:ing)?\s+(?:with|for)|stick(?:ing)?\s+(?:with|to)|"
+    r"settle\s+on|opt\s+for|went\s+(?:with|for))\b",
+    r"\bwe(?:'ll|\s+will|'re\s+going\s+to|\s+are\s+going\s+to|'re\s+gonna|\s+are\s+gonna)\s+"
+    r"(?:just\s+|then\s+|definitely\s+)?(?:use|include|drop|keep|make\s+it|sell|target|"
+    r"not\s+(?:use|have|include|need|do|go)|do\s+without|get\s+rid\s+of)\b",
+    r"\bwe\s+(?:won't|will\s+not)\s+(?:need|use|include|go\s+for|have)\b",
+    r"\b(?:so|okay|ok|alright|right)\b,?\s+(?:then\s+)?(?:it'll|it\s+will|it's\s+gonna|it\s+is\s+going\s+to|"
+    r"it\s+should|it\s+has\s+to|it\s+must|that'll|that\s+will)\s+be\b",
+    r"\bwe\s+want\s+(?:it|the\s+\w+)\s+to\s+be\b",
+    r"\b(?:get\s+rid\s+of|forget\s+(?:about\s+)?the|scrap\s+the|kick\s+it\s+out)\b",
+    r"\b(?:go|went)\s+with\s+(?:the|a|an)\b.*\binstead\b",
+    r"\bthat's\s+(?:final|settled|decided|fixed)\b|\bso\s+(?:that's|that\s+is)\s+(?:agreed|settled)\b",
+    r"\bwe\s+(?:should|must)\s+(?:definitely\s+)?(?:go\s+(?:with|for)|use|stick\s+(?:with|to))\b",
+))
+_DECISION_BLOCK = re.compile(r"\b(?:if|whether|maybe|perhaps|not sure|don't know|shall we|should we|do we|"
+                             r"could we|can we|might|wonder|why|for now|provisionally|debating|against it|"
+                             r"have to|gonna have|going to have)\b|\?\s*$", re.I)
+
+_TODO_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("action", re.compile(r"\b(?:action\s+items?|to-?do|todo|next\s+steps?)\s*[:\-–]\s*(?P<task>\S.*)", re.I)),
+    ("speaker", re.compile(rf"\b(?P<who>I){_FUTURE}\s+{_ADVERBS}(?:try\s+to\s+|make\s+sure\s+to\s+)?"
+                           rf"(?P<task>{_ACTION_VERBS}\b.*)", re.I)),
+    ("speaker", re.compile(rf"\blet\s+me\s+{_ADVERBS}(?P<task>{_ACTION_VERBS}\b.*)", re.I)),
+    ("speaker", re.compile(rf"\bI\s+(?:need\s+to|have\s+to|must|can)\s+{_ADVERBS}(?P<task>{_ACTION_VERBS}\b.*)"
+                           rf"(?=.*\b(?:next\s+(?:meeting|time|week)|after\s+the\s+meeting|later|tonight|by\b))",
+                           re.I)),
+    ("addressee", re.compile(rf"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?{_ADVERBS}"
+                             rf"(?P<task>{_ACTION_VERBS}\b.*)", re.I)),
+    ("addressee", re.compile(rf"\byou(?:\s+(?:two|guys|all))?{_YOU_FUTURE}\s+(?:be\s+)?{_ADVERBS}"
+                             rf"(?P<task>{_ACTION_VERBS}\b.*)", re.I)),
+    ("addressee", re.compile(rf"\bI(?:'d\s+like|\s+would\s+like|\s+want|\s+need)\s+you(?:\s+(?:two|guys|all))?\s+"
+                             rf"to\s+{_ADVERBS}(?P<task>\w.*)", re.I)),
+    ("addressee", re.compile(r"\byour\s+(?:job|task|homework|assignment|action\s+item)\s+(?:is|will\s+be)\s+"
+                             r"(?:to\s+)?(?P<task>\w.*)", re.I)),
+    ("addressee", re.compile(rf"(?:^|[,.;]\s*|\band\s+|\bso\s+)(?:(?:um|uh|okay|maybe)\W+)*you(?:\s+(?:two|guys|all))?"
+                             rf"(?:\s+(?:have|need)\s+to|\s+(?:can|could)(?=\s+(?:look|find|check|figure|research|"
+                             rf"investigate)))\s+{_ADVERBS}(?P<task>{_ACTION_VERBS}\b.*)", re.I)),
+    ("speaker", re.compile(rf"^(?:(?:um|uh|okay|so|and|well|but)\W+)*I\s+(?:need\s+to|have\s+to|'ve\s+got\s+to)\s+"
+                           rf"{_ADVERBS}(?P<task>{_ACTION_VERBS}\b.*)", re.I)),
+    ("name", re.compile(rf"(?:^|[,;]\s*|\band\s+|\bso\s+|\bthen\s+)(?:(?:um|uh|okay|and|so|well)\W+)*"
+                        rf"(?P<who>(?:the\s+)?{_NAME}|the\s+(?:[a-z]+\s+)"
+                        rf"{{0,2}}{_ROLE_NOUNS}){_THIRD_FUTURE}\s+(?:be\s+)?{_ADVERBS}"
+                        rf"(?P<task>{_ACTION_VERBS}\b.*)")),
+    ("group", re.compile(rf"\bwe(?:{_YOU_FUTURE}|\s+(?:need|have)\s+to|'ve\s+got\s+to)\s+{_ADVERBS}"
+                         rf"(?P<task>{_ACTION_VERBS}\b.*?"
+                         rf"\b(?:(?:for|before|by|until|at)\s+(?:the\s+)?next\s+(?:meeting|time|session)|"
+                         rf"after\s+(?:the|this)\s+meeting)\b.*)", re.I)),
+)
+#: Things said in the room about the room: not commitments.
+_TODO_BLOCK = re.compile(r"\b(?:I'll\s+(?:just\s+)?(?:show|tell|explain|go\s+(?:back|over|through\s+(?:the|my)\s+"
+                         r"slides?))|you\s+can\s+(?:see|do\s+(?:it|that|this)\b(?!\s+(?:by|for|before)))|"
+                         r"if\s+you|when\s+you|you\s+know|I\s+don't|we\s+don't)\b", re.I)
+
+_OPEN_RES = tuple(re.compile(p, re.I) for p in (
+    r"\bwe\s+(?:still\s+)?(?:need|have|'ve\s+got)\s+to\s+(?:figure\s+out|work\s+out|decide|find\s+out|"
+    r"sort\s+out|determine|settle)\b.*\b(?:still|yet|later|whether|how|what|who|when|which)\b",
+    r"\bwe\s+still\s+(?:need|have)\s+to\s+(?:figure|work|decide|find|sort|determine|settle)\b",
+    r"\bopen\s+(?:question|issue|point)s?\b",
+    r"\b(?:TBD|TBC|to\s+be\s+(?:decided|determined|confirmed|discussed))\b",
+    r"\b(?:haven't|have\s+not|hasn't|not)\s+(?:yet\s+)?(?:decided|been\s+decided|settled|agreed\s+on)\b",
+    r"\b(?:still|remains?)\s+(?:unclear|unknown|undecided|open|up\s+in\s+the\s+air|to\s+be\s+seen)\b",
+    r"\b(?:we\s+don't|nobody|no\s+one)\s+(?:know|knows)\s+(?:yet\s+)?(?:whether|if|how|what|who|when|which)\b.*"
+    r"\byet\b",
+    r"\b(?:let's|we'll|we\s+can)\s+(?:park|come\s+back\s+to|revisit|table)\s+(?:that|this|it)\b",
+))
+_QUESTION_RE = re.compile(r"^\s*(?:so\s+|and\s+|but\s+|um\s+|uh\s+)*(?:who|what|when|where|which|how|"
+                          r"should\s+we|do\s+we|are\s+we|will\s+we|can\s+we)\b[^?]{8,}\?\s*$", re.I)
+_NON_ANSWER_RE = re.compile(r"^\W*(?:(?:um|uh|well|hmm|mm)\W+)*(?:I\s+(?:don't|do\s+not)\s+know|"
+                            r"(?:I'm\s+)?not\s+sure|no\s+idea|good\s+question|dunno|I\s+have\s+no\s+idea|"
+                            r"hard\s+to\s+say|no\s+one\s+knows|nobody\s+knows)\b", re.I)
+
+_NUMBER_WORDS = (r"(?:(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+                 r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|"
+                 r"ninety|hundred|thousand|million|billion|a\s+half|half)(?:[\s-]+(?:and\s+)?)?)+")
+_NUMBER = rf"(?:\d[\d,]*(?:\.\d+)?|{_NUMBER_WORDS})"
+_SCALE = r"(?:\s?(?:k|m|bn|thousand|million|billion)\b)?"
+_MONEY_RE = re.compile(
+    rf"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?{_SCALE}|\b{_NUMBER}{_SCALE}\s?(?:dollars?|euros?|pounds?|yuan|rmb|usd|eur|gbp|"
+    rf"bucks|cents?)\b(?:\s+(?:and\s+)?{_NUMBER}\s?cents?\b)?)", re.I)
+_QUANTITY_RE = re.compile(
+    rf"\b(?:\d[\d,]*(?:\.\d+)?%|{_NUMBER}\s?(?:percent|per\s?cent|units|users|people|customers|items|pieces|"
+    r"copies|licen[cs]es|seats|hours|days|weeks|months|years|kilograms|kg|grams|tons|tonnes|meters|metres|"
+    r"centimet(?:er|re)s|cm|mm|km|gb|tb|mb)\b)", re.I)
+_TIME_RE = re.compile(r"\b(?:[01]?\d|2[0-3])(?::[0-5]\d)?\s?(?:am|pm|a\.m\.|p\.m\.)|\b(?:[01]?\d|2[0-3]):[0-5]\d\b",
+                      re.I)
+_WHAT_RE = re.compile(r"(?P<what>\b(?:the|our|a|an|their|this|its)\s+(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:is|are|was|"
+                      r"were|will\s+be|would\s+be|should\s+be|has\s+to\s+be|must\s+be|'s|of|at|costs?|comes?\s+to|"
+                      r"totals?|is\s+scheduled|is\s+planned|happens|takes\s+place)\s+(?:(?:about|around|roughly|"
+                      r"approximately|only|under|less\s+than|more\s+than|over|up\s+to|at\s+most|at\s+least|"
+                      r"a\s+maximum\s+of|maximum|for|on|at|set\s+for|due)\s+)*$", re.I)
+_EVENT_WORDS = re.compile(r"\b(?:launch|release|deadline|meeting|review|demo|presentation|kick-?off|workshop|"
+                          r"delivery|ship|go-?live|conference|interview|call|event|sprint|retro|offsite|"
+                          r"cutover|rollout|appointment)\w*\b", re.I)
+
+_PRODUCT_RES = (
+    re.compile(r"\b(?:[Pp]roject|[Cc]ode\s?name[d]?|[Oo]peration)\s+(?P<term>[A-Z][\w-]+)"),
+    re.compile(r"\b(?P<term>[A-Z]{1,5}-\d{1,5}[A-Z]?)\b"),
+    re.compile(r"\b(?P<term>[A-Z][a-z]+[A-Z][A-Za-z]+)\b"),
+    re.compile(r"\b(?:called|named)\s+(?P<term>[A-Z][\w-]+(?:\s+[A-Z][\w-]+)?)"),
+)
+_TERM_RE = re.compile(r"(?<![\w-])(?P<term>[A-Z]{2,6}s?|(?:[A-Z]_){2,6})(?![\w-])")
+_TERM_STOP = frozenset({"OK", "TV", "PM", "AM", "US", "UK", "EU", "I", "ID", "TBD", "TBC"})
+_PERSON_RES = (
+    re.compile(rf"\b(?i:ask|tell|thanks|thank|with|cc|ping|email|call|from|and|to|for|by)\s+(?P<term>{_NAME})"
+               r"(?=\s*(?:[,.;!?]|$|\s+(?:and|about|to|will|can|said|says|is|has|'s)\b))"),
+    re.compile(rf"(?:^|[,.;]\s+|\b(?:so|and|then)\s+)(?P<term>{_NAME})(?:'ll|\s+will|\s+said|\s+says|\s+thinks|"
+               r"\s+is\s+going\s+to|\s+takes|\s+owns)\b"),
+    re.compile(rf"^(?:(?:okay|ok|so|right|and)\W+)?(?P<term>{_NAME}),\s+(?:can|could|would|will|you|please|"
+               r"what|do|are|how)\b", re.I),
+)
+
+_CHANGE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("owner", re.compile(rf"\b(?i:actually|instead|change\s+of\s+plan|scratch\s+that)\b.*?\b(?P<new>{_NAME}|I)"
+                         r"(?:'ll|\s+will|'s|\s+is)?\s+(?:take|takes|taking|handle|handles|handling|do|does|doing|"
+                         r"own|owns|be\s+doing|be\s+taking)\s+(?:it|that|this|over|care\s+of\s+it)\b")),
+    ("owner", re.compile(rf"\b(?P<new>{_NAME})\s+(?:will\s+|'ll\s+|is\s+going\s+to\s+)?(?:take|takes|handle|"
+                         r"handles|do|does)\s+(?:it|that|this)\s+instead\b")),
+    ("owner", re.compile(rf"\b(?:hand|give|reassign|pass)\s+(?:it|that|this)\s+(?:over\s+)?to\s+(?P<new>{_NAME})\b")),
+    ("due", re.compile(r"(?P<topic>\b(?:the|our|that|this|it)\b[\w\s-]{0,30}?)?\s*(?:has\s+been\s+|is\s+|was\s+|"
+                       r"got\s+|'s\s+|'ve\s+)?(?:moved|pushed|postponed|rescheduled|changed|shifted|delayed|"
+                       r"brought\s+forward|move|push|change)\s+(?:it\s+|back\s+|out\s+)?(?:to|until|till)\s+"
+                       r"(?P<new>.+)$", re.I)),
+    ("due", re.compile(r"\bnot\s+(?:on\s+)?(?P<old>[^,;]+?)\s*(?:,|;|but|--|—)\s*(?:but\s+)?(?:on\s+)?(?P<new>.+)$",
+                       re.I)),
+    ("due", re.compile(r"\b(?:let's\s+)?make\s+it\s+(?P<new>.+?)\s+instead\b", re.I)),
+    ("decision", re.compile(r"\b(?:instead|actually|on\s+second\s+thought|change\s+of\s+plan|scratch\s+that|"
+                            r"rather\s+than|switch(?:ed)?\s+to)\b", re.I)),
+)
+
+_STOPWORDS = frozenset("""a an the and or but so to of in on at for with by from is are was were be been it its
+this that these those we i you he she they them us our your my me will would should could can shall 'll 's
+just then also actually now not no yes okay ok um uh well like do does did have has had going gonna go
+let's let instead moved move changed change takes take it's that's there what which who""".split())
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]+")
+_SENTENCE_RE = re.compile(r"[^.!?;]+(?:[.!?;]+|$)")
+
+
+def sentences(text: str) -> list[Span]:
+    """Spans of the sentences of an utterance, trimmed of surrounding spaces."""
+    out = []
+    for m in _SENTENCE_RE.finditer(text):
+        start, end = m.start(), m.end()
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start:
+            out.append((start, end))
+    return out
+
+
+def decision(sentence: str) -> bool:
+    """Whether the sentence states a decision (and does not merely float one)."""
+    if len(_WORD_RE.findall(sentence)) < 5 or not any(p.search(sentence) for p in _DECISION_RES):
+        return False
+    return _DECISION_BLOCK.search(sentence) is None
+
+
+def todo(sentence: str) -> TodoMatch | None:
+    """The commitment in the sentence, if any: who takes it and the task as said."""
+    if _TODO_BLOCK.search(sentence):
+        return None
+    for role, pattern in _TODO_RES:
+        m = pattern.search(sentence)
+        if m is None:
+            continue
+        task = _trim_task(sentence, m.start("task"), m.end("task"))
+        if task is None:
+            continue
+        if role == "name":
+            who = m.group("who")
+            first = who.split()[-1] if who.lower().startswith("the ") else who.split()[0]
+            if first in _NOT_NAMES:
+                continue
+            return TodoMatch("name", task, (m.start("who"), m.end("who")))
+        if role == "speaker":
+            return TodoMatch("speaker", task)
+        return TodoMatch(role if role != "action" else "group", task)
+    return None
+
+
+def _trim_task(sentence: str, start: int, end: int) -> Span | None:
+    """The task without trailing punctuation and without a trailing due phrase ("by Friday")."""
+    while end > start and not sentence[end - 1].isalnum():
+        end -= 1
+    for span in find_due(sentence[start:end]):
+        cut = start + span.start
+        before = sentence[start:cut].rstrip()
+        before = re.sub(r"\s*(?:by|before|on|until|till|no\s+later\s+than|for)$", "", before, flags=re.I)
+        if len(before.split()) >= 2:
+            end = start + len(before)
+            break
+    while end > start and not sentence[end - 1].isalnum():
+        end -= 1
+    if len(sentence[start:end].split()) < 2:
+        return None
+    return (start, end)
+
+
+def open_question(sentence: str) -> bool:
+    """A sentence that flags something as still open."""
+    return any(p.search(sentence) for p in _OPEN_RES)
+
+
+def asks(sentence: str) -> bool:
+    """A real question to the group (a wh- or "should we" question with some substance)."""
+    return _QUESTION_RE.search(sentence) is not None
+
+
+def non_answer(text: str) -> bool:
+    """A reply that leaves a question open ("I don't know", "good question")."""
+    return _NON_ANSWER_RE.search(text) is not None
+
+
+def facts(sentence: str) -> list[FactMatch]:
+    """Amounts of money, quantities, and the dates or times of named events, each with what it is about."""
+    out: list[FactMatch] = []
+    taken: list[Span] = []
+
+    def add(start: int, end: int, category: str) -> None:
+        while end > start and sentence[end - 1] in " -,":
+            end -= 1
+        if any(start < b and a < end for a, b in taken):
+            return
+        taken.append((start, end))
+        m = _WHAT_RE.search(sentence[:start])
+        what = (m.start("what"), m.end("what")) if m else None
+        out.append(FactMatch((start, end), what, category))
+
+    for m in _MONEY_RE.finditer(sentence):
+        add(m.start(), m.end(), "amount")
+    for m in _QUANTITY_RE.finditer(sentence):
+        if m.group(0).strip().lower() in ("half", "a half"):
+            continue
+        add(m.start(), m.end(), "quantity")
+    if _EVENT_WORDS.search(sentence):
+        times = list(_TIME_RE.finditer(sentence))
+        for span in find_due(sentence):
+            if span.kind.endswith("next_week"):
+                continue
+            end = span.end
+            # "March 3rd at 10am": the day and the time are one value.
+            after = re.match(r"\s*(?:at\s+)?", sentence[end:])
+            joined = next((t for t in times if t.start() == end + (after.end() if after else 0)), None)
+            add(span.start, joined.end() if joined else end, "date")
+        for m in times:
+            add(m.start(), m.end(), "date")
+    # A date or time is a fact only when it says when an event is (its "what" names the event).
+    return [f for f in out if f.category != "date" or (f.what and _EVENT_WORDS.search(sentence[f.what[0]:f.what[1]]))]
+
+
+def glossary(sentence: str) -> list[tuple[Span, str]]:
+    """Names of people, products and terms mentioned, with their category (person, product, term)."""
+    out: list[tuple[Span, str]] = []
+    for pattern in _PRODUCT_RES:
+        for m in pattern.finditer(sentence):
+            out.append(((m.start("term"), m.end("term")), "product"))
+    for pattern in _PERSON_RES:
+        for m in pattern.finditer(sentence):
+            name = m.group("term")
+            if name.split()[0] in _NOT_NAMES or name.split()[-1] in _NOT_NAMES:
+                continue
+            out.append(((m.start("term"), m.end("term")), "person"))
+    for m in _TERM_RE.finditer(sentence):
+        if m.group("term").rstrip("s") in _TERM_STOP or m.group("term") in _TERM_STOP:
+            continue
+        out.append(((m.start("term"), m.end("term")), "term"))
+    return out
+
+
+def addressee(sentence: str) -> Span | None:
+    """The person spoken to, when named ("Priya, can you ...", "... by Friday, Priya?")."""
+    m = re.match(rf"^(?:(?:okay|ok|so|right|and|um|uh)\W+)*(?P<name>{_NAME}),", sentence, re.I)
+    if m and m.group("name")[0].isupper() and m.group("name").split()[0] not in _NOT_NAMES:
+        return (m.start("name"), m.end("name"))
+    m = re.search(rf",\s+(?P<name>{_NAME})\s*[?.!]?\s*$", sentence)
+    if m and m.group("name").split()[0] not in _NOT_NAMES:
+        return (m.start("name"), m.end("name"))
+    return None
+
+
+def change(sentence: str) -> ChangeMatch | None:
+    """A statement that changes an earlier item: who now owns it, or the new date."""
+    for kind, pattern in _CHANGE_RES:
+        m = pattern.search(sentence)
+        if m is None:
+            continue
+        if kind == "owner":
+            if m.group("new").split()[0] in _NOT_NAMES and m.group("new") != "I":
+                continue
+            return ChangeMatch("owner", (m.start("new"), m.end("new")))
+        if kind == "due":
+            new = _first_due(sentence, m.start("new"), m.end("new"))
+            if new is None:
+                continue
+            old = None
+            if "old" in pattern.groupindex:
+                old = _first_due(sentence, m.start("old"), m.end("old"))
+                if old is None:
+                    continue
+            topic = None
+            if "topic" in pattern.groupindex and m.group("topic"):
+                topic = (m.start("topic"), m.end("topic"))
+            return ChangeMatch("due", new, old, topic)
+        return ChangeMatch("decision", None)
+    return None
+
+
+def _first_due(sentence: str, start: int, end: int) -> Span | None:
+    spans = find_due(sentence[start:end])
+    if not spans:
+        return None
+    return (start + spans[0].start, start + spans[0].end)
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words that carry the topic, for linking a change to the item it changes."""
+    return {w.lower().rstrip("s") for w in _WORD_RE.findall(text) if w.lower() not in _STOPWORDS and len(w) > 2}
