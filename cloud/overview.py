@@ -79,6 +79,7 @@ def overview_answer(
             items = [i for i in current if i.kind == kind]
             if kind == "todo" and owner is not None:
                 items = [i for i in items if i.owner and i.owner.casefold() == owner.casefold()] or items
+            items = _about(question, items) or items
             if not items:
                 continue
             lines = [_item_line(i, replaced) for i in items[:_MAX_ITEMS]]
@@ -108,6 +109,22 @@ def overview_answer(
     found = segments(ordered)
     cited_segments = [found[sid] for sid in ordered if sid in found]
     return "\n\n".join(parts), cited_segments, blocks
+
+
+_WORD_RE = re.compile(r"[a-z0-9$][\w$,.-]*[a-z0-9]|[a-z0-9]", re.I)
+_QUESTION_WORDS = frozenset(
+    "what which who whom when where why how did do does we i you they the a an and or of for on about to in is are "
+    "was were be been decide decided decision decisions agree agreed pending todo todos task tasks owe owes action "
+    "item items next steps open question questions still left follow up regarding with any have has there".split()
+)
+
+
+def _about(question: str, items: list[LedgerItem]) -> list[LedgerItem]:
+    """The items that share a subject word with the question ("what did we decide about the casing?")."""
+    asked = {w.casefold()[:5] for w in _WORD_RE.findall(question) if w.casefold() not in _QUESTION_WORDS}
+    if not asked:
+        return []
+    return [i for i in items if asked & {w.casefold()[:5] for w in _WORD_RE.findall(i.text)}]
 
 
 def _asked_owner(question: str) -> str | None:

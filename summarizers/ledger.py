@@ -74,6 +74,10 @@ def item_id(kind: str, segment_ids: Sequence[str], text: str) -> str:
     return _ID_PREFIX[kind] + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
 
+#: A todo this soon after a matching one, by the same owner, accepts it rather than adding work.
+_CONFIRM_WINDOW_S = 90.0
+
+
 @dataclass
 class _Ledger:
     meeting_date: dt.date | None
@@ -93,7 +97,8 @@ class _Ledger:
             changed = rules.change(sentence)
             if changed is not None and self._apply_change(segment, sentence, changed, rules):
                 continue
-            if rules.decision(sentence):
+            # "Let's keep that as an open question" proposes nothing: it is the question's item, not a decision.
+            if rules.decision(sentence) and not rules.open_question(sentence):
                 self._add(LedgerItem("", "decision", sentence, Source.of([segment])))
             found = rules.todo(sentence)
             if found is not None:
@@ -156,8 +161,34 @@ class _Ledger:
                     cited.append(nxt)
         text = sentence if len(cited) == 1 else sentence + " " + cited[1].text.strip()
         due_date = resolve_due(due, self.meeting_date) if due else None
-        self._add(LedgerItem("", "todo", text, Source.of(cited), owner=owner, task=task, due=due,
-                             due_date=due_date))
+        item = LedgerItem("", "todo", text, Source.of(cited), owner=owner, task=task, due=due, due_date=due_date)
+        if not self._confirms(item, rules):
+            self._add(item)
+
+    def _confirms(self, item: LedgerItem, rules: ModuleType) -> bool:
+        """Whether a todo only accepts one just asked for ("Bob, could you confirm the shipping cost by
+        Tuesday?" / "Sure, I'll confirm the shipping cost by next Tuesday."): then the earlier item cites
+        the acceptance too, instead of a second item for the same work."""
+        words = rules.content_words(item.task or item.text)
+        for at in range(len(self.items) - 1, -1, -1):
+            old = self.items[at]
+            if old.kind != "todo" or old.status != "current":
+                continue
+            if item.source.start - old.source.end > _CONFIRM_WINDOW_S:
+                return False
+            same_owner = old.owner is not None and old.owner == item.owner
+            old_words = rules.content_words(old.task or old.text)
+            overlap = len(words & old_words) / max(1, min(len(words), len(old_words)))
+            if same_owner and overlap >= 0.5 and (item.due is None or old.due is None or item.due == old.due
+                                                  or (item.due_date is not None and item.due_date == old.due_date)):
+                ids = [*old.source.segment_ids, *(i for i in item.source.segment_ids
+                                                  if i not in old.source.segment_ids)]
+                source = Source(min(old.source.start, item.source.start), max(old.source.end, item.source.end),
+                                tuple(ids))
+                self.items[at] = replace(old, source=source, due=old.due or item.due,
+                                         due_date=old.due_date or item.due_date)
+                return True
+        return False
 
     def _fact(self, segment: Segment, sentence: str, what: str, value: str) -> None:
         new = self._add(LedgerItem("", "fact", sentence, Source.of([segment]), what=what, value=value))

@@ -42,20 +42,21 @@ def _run_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     transcript = _demo_file("sample_meeting.jsonl")
     questions = [json.loads(line) for line in _demo_file("sample_questions.jsonl").read_text().splitlines() if line]
-    note(f"[1/4] reading the sample meeting's transcript ({transcript.name})")
+    note(f"[1/5] reading the sample meeting's transcript ({transcript.name})")
     device_id, segments = read_jsonl(transcript)
     speakers = sorted({s.speaker for s in segments if s.speaker})
     note(f"      {len(segments)} segments, {segments[-1].end / 60:.1f} minutes, speakers: {', '.join(speakers)}")
-    note(f"[2/4] appending it to the transcript log at {ctx.settings.db}")
+    note(f"[2/5] appending it to the transcript log at {ctx.settings.db}")
     result = ctx.log.append(DEMO_MEETING, device_id, segments, tenant=ctx.tenant)
     report = ctx.log.verify(DEMO_MEETING, tenant=ctx.tenant)
     note(f"      {result.new} new segments; hash chain {'intact' if report.ok else 'BROKEN'} ({report.checked} links)")
-    note("[3/4] indexing (BM25 + dense vectors)")
+    note("[3/5] indexing (BM25 + dense vectors)")
     started = time.perf_counter()
     search = ctx.search
     search.meeting_index(DEMO_MEETING, tenant=ctx.tenant, progress=StderrProgress("      embedding"))
     note(f"      indexed in {time.perf_counter() - started:.1f} s")
-    note(f"[4/4] answering {len(questions)} questions")
+    ctx.log.close_meeting(DEMO_MEETING, tenant=ctx.tenant, reason="ingested")
+    note(f"[4/5] answering {len(questions)} questions")
     answers = []
     found = 0
     for item in questions:
@@ -71,9 +72,21 @@ def _run_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
             top = answer.citations[0]
             print(f"   play back at {_clock(top.start)}-{_clock(top.end)} · {ms:.0f} ms · "
                   f"expected {item['expected']!r}: {'found' if ok else 'NOT found'}")
+    note("[5/5] summarizing: topic sections, L1 and L2, and the ledger of decisions and todos")
+    started = time.perf_counter()
+    digest = ctx.digester.digest(DEMO_MEETING, tenant=ctx.tenant)
+    note(f"      {len(digest.sections)} sections, {len(digest.ledger)} ledger items in "
+         f"{(time.perf_counter() - started) * 1000:.0f} ms")
+    overview = ctx.answerer.ask(DEMO_MEETING, "What did we decide, and what is pending?", tenant=ctx.tenant)
     if args.json:
-        emit_json({"meeting_id": DEMO_MEETING, "segments": len(segments), "answers": answers})
+        emit_json({"meeting_id": DEMO_MEETING, "segments": len(segments), "answers": answers,
+                   "summary": digest.summary_public(), "ledger": digest.ledger_public(),
+                   "overview": overview.public()})
     else:
+        print("\nSummary (L2):")
+        for line in digest.l2:
+            print(f"   [{_clock(line.source.start)}] {line.text}")
+        print(f"\nQ: {overview.question}\nA: {overview.answer}")
         print(f"\n{found} of {len(questions)} answers hold the expected value.")
     return 0 if found == len(questions) else 1
 

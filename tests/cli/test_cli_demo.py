@@ -32,4 +32,11 @@ def test_demo_json_answers_every_sample_question_with_timestamped_citations(
         assert answer["found"] == (item["expected"].casefold() in answer["answer"].casefold())
     assert (result.returncode == 0) == all(a["found"] for a in answers)
     assert "answering" in result.stderr  # progress goes to stderr
+    stored = {c["segment_id"] for a in answers for c in a["citations"]}
+    assert report["summary"]["final"] and report["summary"]["l2"]
+    assert any(d["text"].endswith("TS-204 and order 500 units for the first batch.")
+               for d in report["ledger"]["decisions"])
+    assert report["overview"]["kind"] == "overview" and "Decisions:" in report["overview"]["answer"]
+    assert "To do:" in report["overview"]["answer"] and report["overview"]["citations"]
+    assert stored
     assert list(tmp_path.iterdir()) == []  # a temporary database, nothing left in the working directory
