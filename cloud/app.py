@@ -60,7 +60,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from meetmem.store.index.search import TranscriptSearch, embedder_routes
         from meetmem.store.log import TranscriptLog
-        from meetmem.summarizers.backends import make_summarizer
+        from meetmem.summarizers.backends import make_digest_parts
         from meetmem.summarizers.digest import MeetingDigester
 
         from .answer import Answerer
@@ -75,9 +75,10 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                      on_load=lambda name: log.info("loading the %s embedding model", name))
         transcript_log = TranscriptLog(settings.db)
         search = TranscriptSearch(transcript_log, routes)
-        summarizer = make_summarizer(settings.summarizer, llm_url=settings.llm_url, llm_model=settings.llm_model,
-                                     llm_api_key=settings.llm_api_key, llm_timeout=settings.llm_timeout)
-        digester = MeetingDigester(transcript_log, search, summarizer)
+        summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
+                                               llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
+                                               llm_timeout=settings.llm_timeout)
+        digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
         answerer = Answerer(search, digests=digester.stored)
         service = MeetingService(
             transcript_log,

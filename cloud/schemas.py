@@ -195,6 +195,7 @@ class LedgerOut(BaseModel):
     glossary: list[LedgerItemOut]
     final: bool
     through_pos: int
+    notes: list[str] | None = Field(default=None, description="why a model's ledger items were left out")
 
 
 class ClosureOut(BaseModel):

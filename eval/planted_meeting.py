@@ -97,7 +97,8 @@ TOPICS = (
         "Can we get a few units to influencers before launch?",
         "Marketing thinks the accessories bundle will sell better than the base model.",
     ), ("draft the press release", "finalise the box art", "send units to reviewers"),
-        ("launch event budget", "video production quote", "retail listing fee"), ("launch rehearsal", "press briefing")),
+        ("launch event budget", "video production quote", "retail listing fee"),
+        ("launch rehearsal", "press briefing")),
     Topic("budget", (
         "We're already over on prototyping and it's only the second quarter.",
         "Finance wants a revised forecast, the old one assumed a bigger first batch.",

@@ -40,7 +40,8 @@ class DerivedStore:
             log.db.execute(
                 "CREATE TABLE IF NOT EXISTS meeting_digests (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
                 "through_pos INTEGER NOT NULL, final INTEGER NOT NULL, open_from REAL, l2 TEXT NOT NULL, "
-                "l2_backend TEXT NOT NULL, l2_note TEXT, made_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id))"
+                "l2_backend TEXT NOT NULL, l2_note TEXT, made_at TEXT NOT NULL, "
+                "ledger_notes TEXT NOT NULL DEFAULT '[]', PRIMARY KEY (tenant, meeting_id))"
             )
             log.db.execute(
                 "CREATE TABLE IF NOT EXISTS ledger_items (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
@@ -65,10 +66,10 @@ class DerivedStore:
                 ],
             )
             conn.execute(
-                "INSERT INTO meeting_digests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO meeting_digests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*key, digest.through_pos, int(digest.final), digest.open_from,
                  json.dumps([_line_row(line) for line in digest.l2], ensure_ascii=False), digest.l2_backend,
-                 digest.l2_note, digest.made_at),
+                 digest.l2_note, digest.made_at, json.dumps(list(digest.ledger_notes), ensure_ascii=False)),
             )
             conn.executemany(
                 "INSERT INTO ledger_items VALUES (?, ?, ?, ?, ?, ?)",
@@ -90,11 +91,11 @@ class DerivedStore:
     def load(self, tenant: str, meeting_id: str) -> MeetingDigest | None:
         """The meeting's stored digest, or None when none has been made."""
         rows = self.log.read(
-            "SELECT through_pos, final, open_from, l2, l2_backend, l2_note, made_at FROM meeting_digests "
-            "WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id))
+            "SELECT through_pos, final, open_from, l2, l2_backend, l2_note, made_at, ledger_notes "
+            "FROM meeting_digests WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id))
         if not rows:
             return None
-        through_pos, final, open_from, l2, l2_backend, l2_note, made_at = rows[0]
+        through_pos, final, open_from, l2, l2_backend, l2_note, made_at, ledger_notes = rows[0]
         items = self.log.read(
             "SELECT item FROM ledger_items WHERE tenant = ? AND meeting_id = ? ORDER BY ord", (tenant, meeting_id))
         return MeetingDigest(
@@ -108,6 +109,7 @@ class DerivedStore:
             l2_backend=l2_backend,
             l2_note=l2_note,
             made_at=made_at,
+            ledger_notes=tuple(json.loads(ledger_notes)),
         )
 
     def through_pos(self, tenant: str, meeting_id: str) -> tuple[int, bool] | None:

@@ -280,6 +280,7 @@ class MeetingDigest:
     l2_backend: str = "extractive"
     l2_note: str | None = None
     made_at: str = ""
+    ledger_notes: tuple[str, ...] = ()  # why a model's ledger items were left out, when they were
 
     def summary_public(self) -> dict[str, Any]:
         """The CONTRACT's `summary --json` shape, plus how current it is."""
@@ -305,4 +306,6 @@ class MeetingDigest:
         out["meeting_id"] = self.meeting_id
         out["final"] = self.final
         out["through_pos"] = self.through_pos
+        if self.ledger_notes:
+            out["notes"] = list(self.ledger_notes)
         return out

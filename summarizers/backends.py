@@ -1,9 +1,16 @@
-"""Choosing the summarizer a process uses, from its settings (the CLI and the app factory call this)."""
+"""Choosing the summarizer and ledger extractor a process uses, from its settings (the CLI and the app
+factory call this)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import Summarizer
 from .errors import SummarizerError
+
+if TYPE_CHECKING:
+    from .chat import OpenAIChat
+    from .digest import LedgerExtractor
 
 BACKENDS = ("extractive", "llm")
 
@@ -22,18 +29,47 @@ def make_summarizer(
     Raises:
         SummarizerError: an unknown backend, or `llm` without a URL or model.
     """
+    summarizer, _ = make_digest_parts(backend, llm_url=llm_url, llm_model=llm_model, llm_api_key=llm_api_key,
+                                      llm_timeout=llm_timeout)
+    return summarizer
+
+
+def make_digest_parts(
+    backend: str,
+    *,
+    llm_url: str | None = None,
+    llm_model: str | None = None,
+    llm_api_key: str | None = None,
+    llm_timeout: float = 60.0,
+) -> tuple[Summarizer, LedgerExtractor]:
+    """The summarizer and the ledger extractor for `MeetingDigester`, chosen by `backend`.
+
+    `extractive`: the extractive summarizer and the rules' ledger (`ledger.IncrementalLedger`). `llm`: the
+    LLM summarizer and the rules' ledger plus a vetted LLM pass (`ledger_llm.LLMLedger`), both asking one
+    OpenAI-compatible chat API at `llm_url`.
+
+    Raises:
+        SummarizerError: an unknown backend, or `llm` without a URL or model.
+    """
     from .extractive import ExtractiveSummarizer
+    from .ledger import IncrementalLedger
 
     extractive = ExtractiveSummarizer()
     if backend == "extractive":
-        return extractive
+        return extractive, IncrementalLedger()
     if backend != "llm":
         raise SummarizerError(f"unknown summarizer {backend!r}: choose one of {', '.join(BACKENDS)}")
+    from .ledger_llm import LLMLedger
+    from .llm import LLMSummarizer
+
+    chat = _chat(llm_url, llm_model, llm_api_key, llm_timeout)
+    return LLMSummarizer(chat, extractive), LLMLedger(chat)
+
+
+def _chat(llm_url: str | None, llm_model: str | None, llm_api_key: str | None, llm_timeout: float) -> OpenAIChat:
     if not llm_url or not llm_model:
         raise SummarizerError("the llm summarizer needs MEETMEM_LLM_URL (an OpenAI-compatible base URL such as "
                               "http://127.0.0.1:8080/v1) and MEETMEM_LLM_MODEL")
     from .chat import OpenAIChat
-    from .llm import LLMSummarizer
 
-    chat = OpenAIChat(llm_url, llm_model, api_key=llm_api_key, timeout=llm_timeout)
-    return LLMSummarizer(chat, extractive)
+    return OpenAIChat(llm_url, llm_model, api_key=llm_api_key, timeout=llm_timeout)

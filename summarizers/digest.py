@@ -61,7 +61,7 @@ class MeetingDigester:
         search: the meeting search, whose stored embeddings place the topic cuts (None: pauses only).
         summarizer: makes L1 and L2 (the extractive one by default).
         store: where digests are kept (made on the log when not given).
-        extract_ledger: the ledger's extractor (`ledger.extract_ledger`).
+        extract_ledger: the ledger's extractor (the rules', read incrementally: `ledger.IncrementalLedger`).
         options: section settings.
     """
 
@@ -76,9 +76,9 @@ class MeetingDigester:
         options: DigestOptions | None = None,
     ) -> None:
         if extract_ledger is None:
-            from .ledger import extract_ledger as default_extractor
+            from .ledger import IncrementalLedger
 
-            extract_ledger = default_extractor
+            extract_ledger = IncrementalLedger()
         self.log = log
         self.search = search
         self.summarizer = summarizer
@@ -148,9 +148,10 @@ class MeetingDigester:
             l2_backend = self.summarizer.name if l1 and not l2_note else "extractive"
             merged = time.perf_counter()
             ledger = tuple(self.extract_ledger(segments, meeting_date=self._meeting_date(meeting_id, tenant)))
+            notes = tuple(getattr(self.extract_ledger, "last_notes", None) or ())
             digest = MeetingDigest(
                 meeting_id=meeting_id, sections=tuple(l1), l2=l2, ledger=ledger, through_pos=through, final=final,
-                open_from=open_from, l2_backend=l2_backend, l2_note=l2_note, made_at=_now(),
+                open_from=open_from, l2_backend=l2_backend, l2_note=l2_note, made_at=_now(), ledger_notes=notes,
             )
             self.store.save(tenant, digest)
             done = time.perf_counter()

@@ -48,6 +48,51 @@ def extract_ledger(segments: Sequence[Segment], *, meeting_date: dt.date | None 
     return ledger.items
 
 
+@dataclass
+class _Checkpoint:
+    seen: list[str]  # the segment ids the checkpoint's reading could see (read ones plus the look-ahead)
+    read: int  # how many segments it has read
+    meeting_date: dt.date | None
+    ledger: _Ledger
+
+
+class IncrementalLedger:
+    """`extract_ledger` for meetings that grow: each call reads only the segments new since the last one.
+
+    A rule looks at most `_ANSWER_WINDOW` segments ahead (is a question answered? does a "by ..." continue
+    in the next segment?), so the reading of every segment but the last few is final. The reader's state
+    after those is kept per meeting; the next call checks that the segments it saw are still the first
+    ones (a late device's earlier segments or a correction would change them, and then it reads from the
+    start) and carries on from there. The result always equals `extract_ledger` of the same segments.
+
+    Args:
+        meetings: how many meetings' checkpoints to keep (the least recently used go first).
+    """
+
+    def __init__(self, *, meetings: int = 64) -> None:
+        self._limit = meetings
+        self._checkpoints: dict[str, _Checkpoint] = {}
+
+    def __call__(self, segments: Sequence[Segment], *, meeting_date: dt.date | None = None) -> list[LedgerItem]:
+        if not segments:
+            return []
+        key = segments[0].segment_id  # segment ids are unique to their meeting
+        ids = [s.segment_id for s in segments]
+        point = self._checkpoints.pop(key, None)
+        if point is None or point.meeting_date != meeting_date or ids[: len(point.seen)] != point.seen:
+            point = _Checkpoint([], 0, meeting_date, _Ledger(meeting_date))
+        ledger = point.ledger.copy()
+        settled = max(point.read, len(segments) - _ANSWER_WINDOW)
+        for index in range(point.read, settled):
+            ledger.read(segments, index)
+        self._checkpoints[key] = _Checkpoint(ids[: settled + _ANSWER_WINDOW], settled, meeting_date, ledger.copy())
+        while len(self._checkpoints) > self._limit:
+            del self._checkpoints[next(iter(self._checkpoints))]
+        for index in range(settled, len(segments)):
+            ledger.read(segments, index)
+        return ledger.items
+
+
 def hotwords(items: Sequence[LedgerItem]) -> list[str]:
     """The glossary's terms (names, products, terms), once each in first-mention order.
 
@@ -84,6 +129,10 @@ class _Ledger:
     items: list[LedgerItem] = field(default_factory=list)
     _ids: set[str] = field(default_factory=set)
     _terms: set[str] = field(default_factory=set)
+
+    def copy(self) -> _Ledger:
+        """An independent copy (items are frozen records, so copying the containers is enough)."""
+        return _Ledger(self.meeting_date, list(self.items), set(self._ids), set(self._terms))
 
     def read(self, segments: Sequence[Segment], index: int) -> None:
         segment = segments[index]

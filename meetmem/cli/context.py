@@ -66,13 +66,13 @@ class CommandContext:
     def digester(self) -> MeetingDigester:
         """Summaries and the ledger, made with the summarizer the settings choose."""
         if self._digester is None:
-            from meetmem.summarizers.backends import make_summarizer
+            from meetmem.summarizers.backends import make_digest_parts
             from meetmem.summarizers.digest import MeetingDigester
 
             s = self.settings
-            summarizer = make_summarizer(s.summarizer, llm_url=s.llm_url, llm_model=s.llm_model,
-                                         llm_api_key=s.llm_api_key, llm_timeout=s.llm_timeout)
-            self._digester = MeetingDigester(self.log, self.search, summarizer)
+            summarizer, ledger = make_digest_parts(s.summarizer, llm_url=s.llm_url, llm_model=s.llm_model,
+                                                   llm_api_key=s.llm_api_key, llm_timeout=s.llm_timeout)
+            self._digester = MeetingDigester(self.log, self.search, summarizer, extract_ledger=ledger)
         return self._digester
 
     def close(self) -> None:

@@ -11,6 +11,8 @@ from meetmem.cloud.answer import Answerer
 from meetmem.store.index.search import TranscriptSearch
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
+from meetmem.summarizers.digest import MeetingDigester
+from meetmem.summarizers.extractive import ExtractiveSummarizer
 
 Api = Any  # tests/cloud/conftest.py: a TestClient on a fresh app, with token helpers
 
@@ -42,9 +44,12 @@ def test_http_answers_are_the_cli_answers(loaded: tuple[Api, dict[str, str]], tm
                                           sample_questions: list[dict[str, Any]]) -> None:
     api, headers = loaded
     device_id, segments = sample_device_and_segments
+    # Overview answers read the digest the background summarizer stored: let it finish first.
+    assert api.service.indexer.wait_idle(60) and api.service.summaries.wait_idle(60)
     with TranscriptLog(tmp_path / "cli.db") as log:
         log.append(MEETING, device_id, segments)
-        answerer = Answerer(TranscriptSearch(log, embedder))
+        search = TranscriptSearch(log, embedder)
+        answerer = Answerer(search, digests=MeetingDigester(log, search, ExtractiveSummarizer()).digest)
         for item in sample_questions:
             r = api.client.post(f"/v1/meetings/{MEETING}/ask", json={"question": item["question"]}, headers=headers)
             assert r.status_code == 200, r.text
