@@ -25,12 +25,25 @@ def _line_row(line: SummaryLine) -> dict[str, Any]:
     return {"text": line.text, **line.source.public()}
 
 
+#: Bumped whenever the derived tables change shape: older ones are dropped and remade from the log.
+DERIVED_VERSION = 2
+_TABLES = ("summary_sections", "meeting_digests", "ledger_items")
+
+
 class DerivedStore:
     """Reads and writes meetings' digests (L1 per section, L2, ledger) in the log's database."""
 
     def __init__(self, log: TranscriptLog) -> None:
         self.log = log
         with log.transaction():
+            log.db.execute("CREATE TABLE IF NOT EXISTS derived_schema (name TEXT PRIMARY KEY, version INTEGER)")
+            row = log.db.execute("SELECT version FROM derived_schema WHERE name = 'digests'").fetchone()
+            if row is None or row[0] != DERIVED_VERSION:
+                # Derived rows of another shape are not migrated: they are dropped, and every digest is made
+                # again from the log when next asked for.
+                for table in _TABLES:
+                    log.db.execute(f"DROP TABLE IF EXISTS {table}")
+                log.db.execute("INSERT OR REPLACE INTO derived_schema VALUES ('digests', ?)", (DERIVED_VERSION,))
             log.db.execute(
                 "CREATE TABLE IF NOT EXISTS summary_sections (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
                 "section_key TEXT NOT NULL, idx INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL, "
@@ -54,7 +67,7 @@ class DerivedStore:
         key = (tenant, digest.meeting_id)
         with self.log.transaction():
             conn = self.log.db.conn
-            for table in ("summary_sections", "meeting_digests", "ledger_items"):
+            for table in _TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key)
             conn.executemany(
                 "INSERT INTO summary_sections VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -121,7 +134,7 @@ class DerivedStore:
     def clear(self) -> None:
         """Forget every digest (before a rebuild from the log)."""
         with self.log.transaction():
-            for table in ("summary_sections", "meeting_digests", "ledger_items"):
+            for table in _TABLES:
                 self.log.db.execute(f"DELETE FROM {table}")
 
 

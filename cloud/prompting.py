@@ -1,0 +1,114 @@
+"""The I/O around the context compiler: what a question's prompt is compiled from, read from the log.
+
+`PromptSources` gathers the stable part (glossary, speakers, ledger, L2, L1 from the stored digest), the
+retrieved segments (the same hybrid search as the extractive answer) and a live meeting's last minutes,
+and reads any stretch of the meeting back verbatim for the model's `expand(start, end)` tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from meetmem.store.index.search import Hit, TranscriptSearch
+from meetmem.store.log import DEFAULT_TENANT
+from meetmem.store.records import MeetingDigest
+
+from .compiler import CompiledPrompt, CompilerOptions, Evidence, MeetingContext, Turn, compile_prompt, segment_line
+from .tokens import count_tokens
+
+
+def hit_reason(hit: Hit) -> str:
+    """`retrieved: bm25 #2 + dense #1`: which rankings put the segment where."""
+    parts = []
+    if hit.bm25_rank is not None:
+        parts.append(f"bm25 #{hit.bm25_rank}")
+    if hit.dense_rank is not None:
+        parts.append(f"dense #{hit.dense_rank}")
+    return "retrieved: " + " + ".join(parts) if parts else "retrieved"
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A compiled prompt with what went into it: the search hits and the compaction steps taken."""
+
+    prompt: CompiledPrompt
+    hits: tuple[Hit, ...]
+    steps: tuple[str, ...]
+
+
+class PromptSources:
+    """Reads what a meeting's prompts are compiled from.
+
+    Args:
+        search: the hybrid search (and through it, the log).
+        digests: the meeting's stored digest, `digests(meeting_id, tenant=...)`; never waits for one.
+        retrieve: how many segments to retrieve per question.
+        recent_s: a live meeting's last this many seconds go in as `recent`.
+    """
+
+    def __init__(self, search: TranscriptSearch, digests: Callable[..., MeetingDigest | None], *,
+                 retrieve: int = 10, recent_s: float = 120.0) -> None:
+        self.search = search
+        self.log = search.log
+        self.digests = digests
+        self.retrieve = retrieve
+        self.recent_s = recent_s
+
+    def meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[MeetingContext, bool]:
+        """The stable part of the meeting's prompts, and whether the meeting is still going."""
+        digest = self.digests(meeting_id, tenant=tenant)
+        index = self.search.meeting_index(meeting_id, tenant=tenant)
+        with index.lock:
+            speakers = tuple(sorted({s for s in index.speakers if s}))
+        langs = tuple(r[0] for r in self.log.read(
+            "SELECT DISTINCT lang FROM segments WHERE tenant = ? AND meeting_id = ? AND lang IS NOT NULL "
+            "ORDER BY lang", (tenant, meeting_id)))
+        live = self.log.closure(meeting_id, tenant=tenant) is None
+        if digest is None:
+            return MeetingContext(meeting_id, speakers, langs), live
+        glossary = tuple(i.text for i in digest.ledger if i.kind == "glossary" and i.status == "current")
+        ledger = tuple(i for i in digest.ledger if i.kind != "glossary")
+        return MeetingContext(meeting_id, speakers, langs, glossary, ledger, digest.l2, digest.sections), live
+
+    def evidence(self, meeting_id: str, question: str, *, tenant: str = DEFAULT_TENANT,
+                 live: bool = False) -> tuple[list[Hit], list[Evidence], list[Evidence]]:
+        """The search hits for the question, as evidence; and a live meeting's newest segments."""
+        mode = "hybrid" if self.search.routes is not None else "bm25"
+        hits = self.search.search(meeting_id, question, tenant=tenant, k=self.retrieve, mode=mode)
+        retrieved = [Evidence(h.segment, hit_reason(h)) for h in hits]
+        recent: list[Evidence] = []
+        if live:
+            _, last_end = self.log.meeting_stats(meeting_id, tenant=tenant)
+            newest = self.log.segments(meeting_id, tenant=tenant, start=max(0.0, last_end - self.recent_s))
+            recent = [Evidence(s, "recent") for s in newest]
+        return hits, retrieved, recent
+
+    def compile(self, meeting_id: str, question: str, *, tenant: str = DEFAULT_TENANT,
+                history: Sequence[Turn] = (), options: CompilerOptions | None = None) -> Compiled:
+        """Compile the prompt for a question from the log, the digest and the session's earlier rounds."""
+        meeting, live = self.meeting(meeting_id, tenant=tenant)
+        hits, retrieved, recent = self.evidence(meeting_id, question, tenant=tenant, live=live)
+        prompt, steps = compile_prompt(meeting, question, retrieved=retrieved, recent=recent, history=history,
+                                       options=options)
+        return Compiled(prompt, tuple(hits), tuple(steps))
+
+    def expand(self, meeting_id: str, start: float, end: float, *, tenant: str = DEFAULT_TENANT,
+               max_tokens: int = 800) -> tuple[str, list[str]]:
+        """The meeting's segments between `start` and `end` seconds, verbatim with their handles (at most
+        `max_tokens`, then a line saying where it stopped); and the ids of the segments it shows."""
+        if end < start:
+            start, end = end, start
+        lines: list[str] = []
+        ids: list[str] = []
+        used = 0
+        for segment in self.log.segments(meeting_id, tenant=tenant, start=start, end=end):
+            line = segment_line(segment, segment.chain_pos)
+            cost = count_tokens(line)
+            if used + cost > max_tokens:
+                lines.append(f"[stopped at {segment.start:.1f} s: expand({segment.start:.1f}, {end:.1f}) for more]")
+                break
+            used += cost
+            lines.append(line)
+            ids.append(segment.segment_id)
+        return ("\n".join(lines) if lines else f"[nothing was said between {start:.1f} and {end:.1f} s]"), ids
