@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up meetmem with every extra the tests use in .venv, and the system tools that make test speech
 # (espeak-ng, sox), then run the whole test suite.
+# llm-server builds llama.cpp from source (about 6 minutes on 2 cores, only when it is not installed yet).
 set -euo pipefail
 if ! command -v espeak-ng >/dev/null 2>&1 || ! command -v sox >/dev/null 2>&1; then
     SUDO=""
@@ -8,6 +9,8 @@ if ! command -v espeak-ng >/dev/null 2>&1 || ! command -v sox >/dev/null 2>&1; t
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq espeak-ng sox >/dev/null
 fi
-source "$(dirname "$0")/venv.sh" cloud,edge,dev
+# A portable llama.cpp build: the default native one crashes on x86 machines with AVX-512.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF}"
+source "$(dirname "$0")/venv.sh" cloud,edge,dev,llm-server
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest -q "$@"

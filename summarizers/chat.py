@@ -3,13 +3,15 @@
 `OpenAIChat` speaks `POST {base_url}/chat/completions`, which vLLM, the llama.cpp server, Ollama (at
 `/v1`) and the hosted services all answer. Every way a call can fail becomes a `ChatError` whose message
 says what to check (the URL, the key, the model name), so the caller can record it as the reason it fell
-back to the extractive summary.
+back to the extractive summary. A prompt the model's context window cannot hold is the one failure a caller
+can repair (send less), so it has its own class, `PromptTooLong`, carrying the window when the server says it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +25,42 @@ logger = logging.getLogger(__name__)
 #: How much of a server's error body goes into a message: enough to read, not a whole HTML page.
 _ERROR_TEXT_CHARS = 300
 
+#: The statuses a server refuses an overlong prompt with: 400 almost everywhere, 413 and 422 at some gateways.
+_PROMPT_TOO_LONG_STATUSES = frozenset({400, 413, 422})
+
+#: How servers say a prompt does not fit, matched on the error's message, code and type together:
+#: OpenAI, vLLM, Mistral and llama-cpp-python ("maximum context length", `context_length_exceeded`); the
+#: llama.cpp server ("exceeds the available context size", `exceed_context_size_error`); Anthropic ("prompt
+#: is too long"); Gemini ("input token count ... exceeds the maximum number of tokens").
+_PROMPT_TOO_LONG_RE = re.compile(
+    r"context_length_exceeded|exceed_context_size_error|maximum context length|prompt is too long"
+    r"|exceeds? (?:the )?(?:available )?context (?:size|window|length)|\bn_ctx\b"
+    r"|input token count .* exceeds the maximum number of tokens",
+    re.IGNORECASE,
+)
+
+_N = r"(\d[\d,]*)"
+#: Where a message states the context window, first match wins.
+_LIMIT_RES = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
+    rf"maximum context length is {_N}",  # OpenAI, vLLM, llama-cpp-python
+    rf"context window of {_N}",  # llama-cpp-python's own ValueError
+    rf"context size \({_N} tokens?\)",  # llama.cpp server
+    rf"tokens? > {_N} maximum",  # Anthropic
+    rf"model with {_N} maximum context length",  # Mistral
+    rf"maximum number of tokens allowed \({_N}\)",  # Gemini
+    rf"\bn_ctx\s*[=:]\s*{_N}",
+))
+#: Where a message states how many tokens the prompt came to.
+_PROMPT_TOKENS_RES = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
+    rf"\({_N} in the messages",  # OpenAI (older), vLLM, llama-cpp-python: "you requested N (P in the messages"
+    rf"messages resulted in {_N} tokens",  # OpenAI
+    rf"request \({_N} tokens?\)",  # llama.cpp server
+    rf"prompt is too long: {_N} tokens",  # Anthropic
+    rf"prompt contains {_N} tokens",  # Mistral
+    rf"input token count \({_N}\)",  # Gemini
+    rf"requested tokens \({_N}\)",  # llama-cpp-python's own ValueError
+))
+
 
 @dataclass(frozen=True, slots=True)
 class ChatReply:
@@ -31,6 +69,23 @@ class ChatReply:
     text: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+
+
+class PromptTooLong(ChatError):
+    """The server refused the prompt because it does not fit the model's context window.
+
+    The caller can answer by sending less (fewer passages, a shorter transcript window) and asking again.
+
+    Attributes:
+        limit: the context window in tokens, when the server stated it.
+        prompt_tokens: what the request came to in the server's own tokens, when it stated that.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None,
+                 limit: int | None = None, prompt_tokens: int | None = None) -> None:
+        super().__init__(message, url=url, status=status)
+        self.limit = limit
+        self.prompt_tokens = prompt_tokens
 
 
 class ChatModel(Protocol):
@@ -85,6 +140,7 @@ class OpenAIChat:
         """Send `messages`, return the first choice's text.
 
         Raises:
+            PromptTooLong: the server said the prompt does not fit the model's context window.
             ChatError: the server cannot be reached, times out, answers with an HTTP error, or answers
                 with something that is not a chat completion.
         """
@@ -103,6 +159,14 @@ class OpenAIChat:
         except httpx.HTTPError as exc:
             raise ChatError(f"the request to the chat model at {self.url} failed: {exc}", url=self.url) from exc
         if response.status_code >= 400:
+            too_long = _prompt_too_long(response)
+            if too_long is not None:
+                limit, prompt_tokens = too_long
+                window = f" of {limit} tokens" if limit is not None else ""
+                message = (f"{self._status_message(response)} (the prompt does not fit the model's context "
+                           f"window{window}: send less, or give the server a larger context)")
+                raise PromptTooLong(message, url=self.url, status=response.status_code, limit=limit,
+                                    prompt_tokens=prompt_tokens)
             raise ChatError(self._status_message(response), url=self.url, status=response.status_code)
         return self._reply(response)
 
@@ -166,6 +230,40 @@ def _error_text(response: httpx.Response) -> str:
             if isinstance(data.get(key), str):
                 return _snippet(data[key])
     return _snippet(response.text) or response.reason_phrase or "no explanation"
+
+
+def _prompt_too_long(response: httpx.Response) -> tuple[int | None, int | None] | None:
+    """`(limit, prompt_tokens)` when the error answer says the prompt overflowed the context, else None.
+
+    Either number is None when the server did not state it. Structured fields (the llama.cpp server's
+    `n_ctx` and `n_prompt_tokens`) are taken before numbers read out of the message.
+    """
+    if response.status_code not in _PROMPT_TOO_LONG_STATUSES:
+        return None
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    fields = error if isinstance(error, dict) else data if isinstance(data, dict) else {}
+    said = " ".join(str(fields.get(key, "")) for key in ("message", "detail", "code", "type"))
+    if isinstance(data, dict) and isinstance(error, str):
+        said += " " + error
+    if not said.strip():
+        said = response.text
+    if not _PROMPT_TOO_LONG_RE.search(said):
+        return None
+    limit = _count(fields.get("n_ctx")) or _first_number(_LIMIT_RES, said)
+    prompt_tokens = _count(fields.get("n_prompt_tokens")) or _first_number(_PROMPT_TOKENS_RES, said)
+    return limit, prompt_tokens
+
+
+def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+    for pattern in patterns:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1).replace(",", ""))
+    return None
 
 
 def _snippet(text: str) -> str:
