@@ -55,6 +55,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             models between apps this way); `None` for BM25 alone.
     """
     settings = settings or Settings()
+    from .llm_answer import check_settings
+
+    check_settings(settings)  # a misconfigured answerer fails here, naming the setting, not on the first question
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -63,8 +66,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         from meetmem.summarizers.backends import make_digest_parts
         from meetmem.summarizers.digest import MeetingDigester
 
-        from .answer import Answerer
         from .auth import TokenStore
+        from .llm_answer import make_answerer
         from .service import MeetingService, ServiceOptions
         from .voice import VoiceQuestions
 
@@ -79,7 +82,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                                llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
                                                llm_timeout=settings.llm_timeout)
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
-        answerer = Answerer(search, digests=digester.stored)
+        answerer = make_answerer(settings, search, digester.stored)
         service = MeetingService(
             transcript_log,
             search,
@@ -97,6 +100,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             yield
         finally:
             service.stop()
+            close_answerer = getattr(answerer, "close", None)
+            if callable(close_answerer):
+                close_answerer()
             transcript_log.close()
 
     app = FastAPI(

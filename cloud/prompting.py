@@ -30,11 +30,13 @@ def hit_reason(hit: Hit) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Compiled:
-    """A compiled prompt with what went into it: the search hits and the compaction steps taken."""
+    """A compiled prompt with what went into it: the search hits, the compaction steps taken, and the
+    question's evidence (retrieved, then recent) in the order it was offered to the compiler."""
 
     prompt: CompiledPrompt
     hits: tuple[Hit, ...]
     steps: tuple[str, ...]
+    evidence: tuple[Evidence, ...] = ()
 
 
 class PromptSources:
@@ -91,7 +93,7 @@ class PromptSources:
         hits, retrieved, recent = self.evidence(meeting_id, question, tenant=tenant, live=live)
         prompt, steps = compile_prompt(meeting, question, retrieved=retrieved, recent=recent, history=history,
                                        options=options)
-        return Compiled(prompt, tuple(hits), tuple(steps))
+        return Compiled(prompt, tuple(hits), tuple(steps), (*retrieved, *recent))
 
     def expand(self, meeting_id: str, start: float, end: float, *, tenant: str = DEFAULT_TENANT,
                max_tokens: int = 800) -> tuple[str, list[str]]:

@@ -105,6 +105,11 @@ class HitOut(BaseModel):
 class AskRequest(_Strict):
     question: NonBlank = Field(max_length=2_000)
     explain: bool = Field(default=False, description="also return the manifest of the context used")
+    session_id: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$",
+        description="questions with the same session id are one conversation: with a language model "
+        "configured, each prompt shows the earlier rounds (kept in memory, per tenant and meeting)",
+    )
 
 
 class CitationOut(BaseModel):

@@ -22,6 +22,7 @@ from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, 
 
 from .indexer import BackgroundIndexer
 from .live import LiveFeed
+from .sessions import SessionStore
 from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from meetmem.summarizers.digest import MeetingDigester
 
     from .answer import Answer, Answerer
+    from .llm_answer import LLMAnswerer
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +73,8 @@ class MeetingService:
     Args:
         log: the transcript log.
         search: the hybrid search over it (its models load on the loader thread).
-        answerer: the extractive answer path shared with the CLI.
+        answerer: the answer path shared with the CLI (extractive, or a language model's with citations
+            verified and the extractive one as its fallback).
         options: background behaviour.
         voice: the recogniser for spoken questions (none: spoken questions get 503).
         digester: keeps summaries and the ledger (none: overview questions use retrieval alone).
@@ -82,7 +85,7 @@ class MeetingService:
         self,
         log: TranscriptLog,
         search: TranscriptSearch,
-        answerer: Answerer,
+        answerer: Answerer | LLMAnswerer,
         options: ServiceOptions | None = None,
         *,
         voice: VoiceQuestions | None = None,
@@ -92,6 +95,7 @@ class MeetingService:
         self.log = log
         self.search = search
         self.answerer = answerer
+        self.sessions = SessionStore()
         self.options = options or ServiceOptions()
         self.clock = clock
         self.voice = voice or VoiceQuestions("none")
@@ -234,9 +238,16 @@ class MeetingService:
         return self.digester.stored(meeting_id, tenant=tenant) if self.digester is not None else None
 
     # -- questions --------------------------------------------------------------------------------------
-    def ask(self, tenant: str, meeting_id: str, question: str) -> Answer:
+    def ask(self, tenant: str, meeting_id: str, question: str, *, session_id: str | None = None) -> Answer:
+        """Answer a question; questions with the same `session_id` (per tenant and meeting) are one
+        conversation, each prompt showing the earlier rounds (only a language model uses them)."""
         self.log.require_meeting(meeting_id, tenant=tenant)
         self.require_ready()
+        from .llm_answer import LLMAnswerer
+
+        if isinstance(self.answerer, LLMAnswerer):
+            session = self.sessions.get(tenant, meeting_id, session_id) if session_id else None
+            return self.answerer.ask(meeting_id, question, tenant=tenant, session=session)
         return self.answerer.ask(meeting_id, question, tenant=tenant)
 
     def ask_voice(self, tenant: str, meeting_id: str, audio: bytes, *, filename: str,

@@ -46,6 +46,24 @@ class Settings(BaseSettings):
     llm_api_key: str | None = Field(default=None, description="the bearer key for that API, if it needs one")
     llm_timeout: float = Field(default=60.0, gt=0, description="seconds to wait for one model reply")
 
+    # -- answers ----------------------------------------------------------------------------------------
+    answerer: str = Field(
+        default="extractive",
+        description="how questions are answered: extractive (no model, the transcript's own words) or llm (a "
+        "chat model over a compiled context, its citations verified; extractive when it fails)",
+    )
+    llm_provider: str = Field(
+        default="openai",
+        description="the API the llm answerer speaks: openai (any OpenAI-compatible server at MEETMEM_LLM_URL) "
+        "or anthropic (the Messages API; MEETMEM_LLM_URL defaults to https://api.anthropic.com)",
+    )
+    llm_tools: bool = Field(
+        default=False,
+        description="offer the model expand() as an OpenAI tool (servers with function calling); without it "
+        "the model asks in plain text, which every server supports",
+    )
+    answer_budget: int = Field(default=4000, ge=500, description="the tokens an answer's prompt may take")
+
     # -- the cloud service (`meetmem serve`) ---------------------------------------------------------------
     host: str = Field(default="127.0.0.1", description="the address `meetmem serve` listens on")
     port: int = Field(default=8000, ge=0, le=65535, description="the port `meetmem serve` listens on")

@@ -73,6 +73,9 @@ class ScriptedChatServer:
         requests: every request received, in order.
     """
 
+    #: The one path the server answers (others get 404); a subclass speaking another API changes it.
+    route = "/v1/chat/completions"
+
     def __init__(self, script: Sequence[Reply] | Callable[[Any], Reply]) -> None:
         self._script = script if callable(script) else list(script)
         self._lock = threading.Lock()
@@ -125,6 +128,14 @@ class ScriptedChatServer:
             self._served += 1
             return reply
 
+    def reply_body(self, text: str, request: Any) -> dict[str, Any]:
+        """The JSON body of a successful answer carrying `text` (the API's own shape)."""
+        return completion_body(text, request)
+
+    def error_body(self, reply: ErrorReply) -> dict[str, Any]:
+        """The JSON body of a scripted error (the API's own shape)."""
+        return {"error": {"message": reply.message, "type": "server_error", "code": reply.status}}
+
 
 def completion_body(text: str, request: Any) -> dict[str, Any]:
     """A chat-completions response carrying `text`, with rough token counts (words, not real tokens)."""
@@ -155,7 +166,7 @@ def _handler_for(server: ScriptedChatServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 payload = None
             request = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, payload)
-            if self.path.rstrip("/") != "/v1/chat/completions":
+            if self.path.rstrip("/") != server.route:
                 with server._lock:
                     server.requests.append(request)
                 self._send(ErrorReply(404, f"no route for {self.path}"), payload)
@@ -167,10 +178,9 @@ def _handler_for(server: ScriptedChatServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(reply.seconds)
                 reply = reply.reply
             if isinstance(reply, str):
-                status, body, content_type = 200, json.dumps(completion_body(reply, payload)), "application/json"
+                status, body, content_type = 200, json.dumps(server.reply_body(reply, payload)), "application/json"
             elif isinstance(reply, ErrorReply):
-                error = {"error": {"message": reply.message, "type": "server_error", "code": reply.status}}
-                status, body, content_type = reply.status, json.dumps(error), "application/json"
+                status, body, content_type = reply.status, json.dumps(server.error_body(reply)), "application/json"
             else:
                 body = json.dumps(reply.body) if isinstance(reply.body, dict) else reply.body
                 status, content_type = reply.status, reply.content_type

@@ -21,8 +21,10 @@ router = APIRouter(prefix="/v1/meetings", tags=["questions"])
 )
 def ask(meeting_id: MeetingId, body: AskRequest, service: Service, tenant: Tenant) -> dict[str, Any]:
     """`verbatim` questions (exact words, names, numbers, dates) are answered with the transcript's own
-    words; `overview` questions with the best-cited segments. `explain` adds the manifest of the context."""
-    answer = service.ask(tenant, meeting_id, body.question.strip())
+    words; `overview` questions with the best-cited segments. `explain` adds the manifest of the context.
+    With a language model configured, it writes the answer over a compiled context and its citations are
+    verified; `session_id` makes questions one conversation."""
+    answer = service.ask(tenant, meeting_id, body.question.strip(), session_id=body.session_id)
     return answer.public(explain=body.explain)
 
 

@@ -11,6 +11,7 @@ from .progress import note
 
 if TYPE_CHECKING:
     from meetmem.cloud.answer import Answerer
+    from meetmem.cloud.llm_answer import LLMAnswerer
     from meetmem.store.index.search import EmbedderRoutes, TranscriptSearch
     from meetmem.store.log import TranscriptLog
     from meetmem.summarizers.digest import MeetingDigester
@@ -24,7 +25,7 @@ class CommandContext:
     quiet: bool = False
     _log: TranscriptLog | None = field(default=None, init=False)
     _search: TranscriptSearch | None = field(default=None, init=False)
-    _answerer: Answerer | None = field(default=None, init=False)
+    _answerer: Answerer | LLMAnswerer | None = field(default=None, init=False)
     _digester: MeetingDigester | None = field(default=None, init=False)
 
     @property
@@ -55,11 +56,13 @@ class CommandContext:
         return embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads, on_load=announce)
 
     @property
-    def answerer(self) -> Answerer:
+    def answerer(self) -> Answerer | LLMAnswerer:
+        """The answerer the settings choose (`MEETMEM_ANSWERER`): extractive, or a language model's."""
         if self._answerer is None:
-            from meetmem.cloud.answer import Answerer
+            from meetmem.cloud.llm_answer import check_settings, make_answerer
 
-            self._answerer = Answerer(self.search, digests=self.digester.digest)
+            check_settings(self.settings)  # before loading any model: a missing setting is named at once
+            self._answerer = make_answerer(self.settings, self.search, self.digester.digest)
         return self._answerer
 
     @property
@@ -76,5 +79,8 @@ class CommandContext:
         return self._digester
 
     def close(self) -> None:
+        close_answerer = getattr(self._answerer, "close", None)
+        if callable(close_answerer):
+            close_answerer()
         if self._log is not None:
             self._log.close()

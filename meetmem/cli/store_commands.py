@@ -105,9 +105,16 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     ctx.log.require_meeting(args.meeting_id, tenant=ctx.tenant)
     questions = [args.question] if args.question is not None else _read_questions(args.questions)
     answerer = ctx.answerer
+    from meetmem.cloud.llm_answer import AskSession, LLMAnswerer
+
+    # The questions of one run are one conversation: with a model, each prompt shows the earlier rounds.
+    session = AskSession() if isinstance(answerer, LLMAnswerer) else None
     progress = StderrProgress("answering", enabled=not ctx.quiet and len(questions) > 1)
     for done, question in enumerate(questions, start=1):
-        answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant)
+        if session is not None:
+            answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, session=session)
+        else:
+            answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant)
         if args.json:
             emit_json(answer.public(explain=args.explain))
         else:
