@@ -80,7 +80,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         search = TranscriptSearch(transcript_log, routes)
         summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
                                                llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
-                                               llm_timeout=settings.llm_timeout)
+                                               llm_timeout=settings.llm_timeout,
+                                               llm_system_role=settings.llm_system_role)
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
         answerer = make_answerer(settings, search, digester.stored)
         service = MeetingService(

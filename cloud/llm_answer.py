@@ -451,11 +451,11 @@ def make_chat(settings: Settings) -> ChatModel:
         from meetmem.summarizers.chat_tools import OpenAIToolChat
 
         return OpenAIToolChat(settings.llm_url, settings.llm_model, api_key=settings.llm_api_key,
-                              timeout=settings.llm_timeout, max_tokens=512)
+                              timeout=settings.llm_timeout, max_tokens=512, system_role=settings.llm_system_role)
     from meetmem.summarizers.chat import OpenAIChat
 
     return OpenAIChat(settings.llm_url, settings.llm_model, api_key=settings.llm_api_key,
-                      timeout=settings.llm_timeout, max_tokens=512)
+                      timeout=settings.llm_timeout, max_tokens=512, system_role=settings.llm_system_role)
 
 
 def make_answerer(settings: Settings, search: TranscriptSearch,

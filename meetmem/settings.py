@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(default=None, description="the model name sent to that API")
     llm_api_key: str | None = Field(default=None, description="the bearer key for that API, if it needs one")
     llm_timeout: float = Field(default=60.0, gt=0, description="seconds to wait for one model reply")
+    llm_system_role: bool = Field(
+        default=True, description="send instructions as a system message; false folds them into the first user "
+        "message, for models without a system role (Gemma under llama.cpp drops a system message silently)")
 
     # -- answers ----------------------------------------------------------------------------------------
     answerer: str = Field(

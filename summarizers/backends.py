@@ -41,6 +41,7 @@ def make_digest_parts(
     llm_model: str | None = None,
     llm_api_key: str | None = None,
     llm_timeout: float = 60.0,
+    llm_system_role: bool = True,
 ) -> tuple[Summarizer, LedgerExtractor]:
     """The summarizer and the ledger extractor for `MeetingDigester`, chosen by `backend`.
 
@@ -62,14 +63,15 @@ def make_digest_parts(
     from .ledger_llm import LLMLedger
     from .llm import LLMSummarizer
 
-    chat = _chat(llm_url, llm_model, llm_api_key, llm_timeout)
+    chat = _chat(llm_url, llm_model, llm_api_key, llm_timeout, llm_system_role)
     return LLMSummarizer(chat, extractive), LLMLedger(chat)
 
 
-def _chat(llm_url: str | None, llm_model: str | None, llm_api_key: str | None, llm_timeout: float) -> OpenAIChat:
+def _chat(llm_url: str | None, llm_model: str | None, llm_api_key: str | None, llm_timeout: float,
+          system_role: bool = True) -> OpenAIChat:
     if not llm_url or not llm_model:
         raise SummarizerError("the llm summarizer needs MEETMEM_LLM_URL (an OpenAI-compatible base URL such as "
                               "http://127.0.0.1:8080/v1) and MEETMEM_LLM_MODEL")
     from .chat import OpenAIChat
 
-    return OpenAIChat(llm_url, llm_model, api_key=llm_api_key, timeout=llm_timeout)
+    return OpenAIChat(llm_url, llm_model, api_key=llm_api_key, timeout=llm_timeout, system_role=system_role)

@@ -106,6 +106,8 @@ class OpenAIChat:
         timeout: seconds to wait for the whole answer.
         temperature: sampling temperature; 0 makes summaries repeatable where the server allows.
         max_tokens: a cap on the reply's length, when given.
+        system_role: send the system message as one; False folds it into the first user message, for
+            models without a system role (llama.cpp's Gemma format drops a system message silently).
         transport: an httpx transport to use instead of the network (for tests of the client alone).
     """
 
@@ -118,6 +120,7 @@ class OpenAIChat:
         temperature: float = 0.0,
         *,
         max_tokens: int | None = None,
+        system_role: bool = True,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         try:
@@ -131,6 +134,7 @@ class OpenAIChat:
         self.timeout = timeout
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.system_role = system_role
         headers = {"Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -144,6 +148,8 @@ class OpenAIChat:
             ChatError: the server cannot be reached, times out, answers with an HTTP error, or answers
                 with something that is not a chat completion.
         """
+        if not self.system_role:
+            messages = fold_system(messages)
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
@@ -214,6 +220,21 @@ class OpenAIChat:
             logger.warning("the chat model at %s stopped at its token limit; the reply may be cut short", self.url)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return ChatReply(text, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+
+
+def fold_system(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The messages with the system message(s) put at the head of the first user message (kept first, so a
+    cached prefix stays a prefix), for models that have no system role."""
+    system = [m["content"] for m in messages if m.get("role") == "system"]
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    if not system:
+        return rest
+    head = "\n\n".join(system)
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = head + "\n\n" + message["content"]
+            return rest
+    return [{"role": "user", "content": head}, *rest]
 
 
 def _error_text(response: httpx.Response) -> str:

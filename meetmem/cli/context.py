@@ -74,7 +74,8 @@ class CommandContext:
 
             s = self.settings
             summarizer, ledger = make_digest_parts(s.summarizer, llm_url=s.llm_url, llm_model=s.llm_model,
-                                                   llm_api_key=s.llm_api_key, llm_timeout=s.llm_timeout)
+                                                   llm_api_key=s.llm_api_key, llm_timeout=s.llm_timeout,
+                                                   llm_system_role=s.llm_system_role)
             self._digester = MeetingDigester(self.log, self.search, summarizer, extract_ledger=ledger)
         return self._digester
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from meetmem.summarizers.chat import OpenAIChat, PromptTooLong
+from meetmem.summarizers.chat import OpenAIChat, PromptTooLong, fold_system
 from meetmem.summarizers.errors import ChatError
 from meetmem.summarizers.fake_chat import RawReply, ScriptedChatServer
 
@@ -109,3 +109,14 @@ def test_message_keeps_the_servers_words() -> None:
 def test_prompt_too_long_is_a_chat_error() -> None:
     """Callers that catch `ChatError` to fall back keep working unchanged."""
     assert issubclass(PromptTooLong, ChatError)
+
+
+def test_a_model_without_a_system_role_gets_the_instructions_first_in_the_user_message() -> None:
+    messages = [{"role": "system", "content": "Rules."}, {"role": "user", "content": "Q1"},
+                {"role": "assistant", "content": "A1"}, {"role": "user", "content": "Q2"}]
+    with ScriptedChatServer(["fine"]) as server, OpenAIChat(server.url, "m", system_role=False) as chat:
+        assert chat.complete(messages).text == "fine"
+        sent = server.requests[0].json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[0]["content"] == "Rules.\n\nQ1" and sent[2]["content"] == "Q2"
+    assert fold_system([{"role": "system", "content": "Only rules."}]) == [{"role": "user", "content": "Only rules."}]
