@@ -17,7 +17,8 @@ written to a fresh database twice: once whole and closed, once in batches as a l
   and an `update` after each batch (as the server's background workers do), per-update percentiles;
   whether the live meeting's final digest equals the closed meeting's.
 * ask: latency of `Answerer.ask` (digests from the digester's `stored`) over ~20 verbatim questions about
-  planted facts: idle; while a live copy of the meeting streams in (a batch every 0.2 s) and the server's
+  planted facts: idle; while a live copy of the meeting streams in (a batch every 0.2 s, appended and
+  indexed) without summaries, as the control; while it streams in and the server's
   own background summarizer (`cloud.indexer.BackgroundIndexer`, resting `SUMMARY_PAUSE_S` between jobs)
   keeps its digest current, which is the server's situation; and, as a worst case no server produces,
   while another thread runs `MeetingDigester.rebuild()` without rest.
@@ -312,6 +313,10 @@ def ask_latency(log: Any, search: Any, digester: Any, meeting_id: str, tenant: s
         return walls, right
 
     idle, right_idle = timed_round()
+    # The same stream twice, with and without the summarizer, so what the summaries cost the ask path is
+    # told apart from what appending and indexing a live meeting cost it.
+    fed, right_fed, _ = _asked_while_live(log, search, answerer, meeting, meeting_id, tenant, questions,
+                                          summarize=False)
     live, right_live, updates = _asked_while_live(log, search, answerer, meeting, meeting_id, tenant, questions)
 
     churner = MeetingDigester(log, search, ExtractiveSummarizer())
@@ -343,24 +348,26 @@ def ask_latency(log: Any, search: Any, digester: Any, meeting_id: str, tenant: s
         "rounds": rounds,
         "kinds": dict(Counter(question_kind(f.question) for f in questions)),
         "idle": latency(idle),
+        "during_live_feed_without_summaries": {**latency(fed), "feed_interval_s": FEED_INTERVAL_S},
         "during_live_summarizing": {**latency(live), "summary_updates": updates,
                                     "feed_interval_s": FEED_INTERVAL_S, "summary_pause_s": SUMMARY_PAUSE_S},
         "during_digest_rebuilds": {**latency(busy), "rebuilds_completed": rebuilds[0]},
         "answers_holding_planted_value": {"idle": round(right_idle / asked, 3),
+                                          "during_live_feed": round(right_fed / max(len(fed), 1), 3),
                                           "during_live": round(right_live / max(len(live), 1), 3),
                                           "during": round(right_busy / asked, 3)},
     }
 
 
 def _asked_while_live(log: Any, search: Any, answerer: Any, meeting: PlantedMeeting, meeting_id: str, tenant: str,
-                      questions: Sequence[PlantedFact]) -> tuple[list[float], int, int]:
+                      questions: Sequence[PlantedFact], *, summarize: bool = True) -> tuple[list[float], int, int]:
     """Ask about the closed meeting while a live copy streams in and the server's summarizer worker keeps
     the live copy's digest current: the latencies, how many answers held the value, how many updates ran."""
     from meetmem.cloud.indexer import BackgroundIndexer
     from meetmem.summarizers.digest import MeetingDigester
     from meetmem.summarizers.extractive import ExtractiveSummarizer
 
-    live_id = meeting_id + "-streaming"
+    live_id = meeting_id + ("-streaming" if summarize else "-streaming-unsummarized")
     digester = MeetingDigester(log, search, ExtractiveSummarizer())
     updates = [0]
 
@@ -377,7 +384,8 @@ def _asked_while_live(log: Any, search: Any, answerer: Any, meeting: PlantedMeet
             for lo in range(0, len(meeting), LIVE_BATCH):
                 append_range(log, live_id, tenant, meeting, lo, min(lo + LIVE_BATCH, len(meeting)))
                 search.meeting_index(live_id, tenant=tenant)
-                worker.notify(tenant, live_id)
+                if summarize:
+                    worker.notify(tenant, live_id)
                 time.sleep(FEED_INTERVAL_S)  # the pace of devices sending, not a wait for a result
         finally:
             done.set()
