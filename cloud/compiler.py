@@ -52,7 +52,8 @@ class CompilerOptions:
         recent_tokens: at most this much of the newest segments (a live meeting's last minutes).
         max_block_tokens: an earlier round's evidence larger than this is cut to its head and tail.
         keep_turns: the last rounds kept whole when earlier rounds' evidence is cleared.
-        compact_step: rounds cleared or dropped at a time (fewer, larger cuts keep the prefix cached).
+        low_water: when the history outgrows its share it is compacted down to this fraction of it, so the
+            cut moves seldom and the prompts between moves share their whole prefix.
         calibration: API-reported tokens per estimated token (1.0 until the API has said).
     """
 
@@ -63,7 +64,7 @@ class CompilerOptions:
     recent_tokens: int = 300
     max_block_tokens: int = 400
     keep_turns: int = 2
-    compact_step: int = 4
+    low_water: float = 0.4
     calibration: float = 1.0
 
 
@@ -329,62 +330,110 @@ def _summarized_turns(turns: Sequence[tuple[int, Turn]], options: CompilerOption
                  "compacted: summarized older rounds", "user")
 
 
+@dataclass
+class _Compaction:
+    """Where a session's history stands: rounds before `first` dropped, oversized evidence of rounds up to
+    `shrunk` cut to head and tail, evidence of rounds up to `cleared` cleared, and whether what is left is
+    folded into one summary block."""
+
+    first: int = 1
+    shrunk: int = 0
+    cleared: int = 0
+    summarized: int = 0
+
+
+def _priced(meeting: MeetingContext, history: Sequence[Turn],
+            options: CompilerOptions) -> dict[str, list[int]]:
+    """Each round's cost whole, shrunk (oversized evidence to head and tail; else as whole) and with its
+    evidence cleared: rendered once per round, so fitting the history is linear in its length."""
+    costs: dict[str, list[int]] = {"whole": [], "shrunk": [], "cleared": []}
+    for number, turn in enumerate(history, start=1):
+        size = _tokens("\n".join(e.segment.text for e in turn.evidence), options)
+        for mode in costs:
+            if mode == "shrunk" and size <= options.max_block_tokens:
+                costs[mode].append(costs["whole"][-1])
+                continue
+            costs[mode].append(sum(b.tokens for b in _turn_blocks(meeting, turn, number, options, evidence=mode)))
+    return costs
+
+
+def _mode(state: _Compaction, number: int) -> str:
+    if number <= state.cleared:
+        return "cleared"
+    return "shrunk" if number <= state.shrunk else "whole"
+
+
+def _replay(costs: dict[str, list[int]], budget: int, options: CompilerOptions) -> _Compaction:
+    """Replay the session round by round: whenever the history outgrows `budget`, compact it down to
+    `low_water` of it, cheapest step first (clear earlier rounds' evidence, keeping the last `keep_turns`
+    whole; then drop the oldest rounds whole; then summarize what is left but the last round). Between
+    those moments the history only grows at its end, so each prompt starts with the previous one; and since
+    the state is replayed from the rounds alone, the same session always compiles to the same prompt."""
+    state = _Compaction()
+    low = int(budget * options.low_water)
+
+    def cost(upto: int) -> int:
+        return sum(costs[_mode(state, i)][i - 1] for i in range(state.first, upto + 1))
+
+    for n in range(1, len(costs["whole"]) + 1):
+        if state.summarized:
+            state = _Compaction(first=n)  # a summary is a last resort; the rounds after it start afresh
+        if cost(n) <= budget:
+            continue
+        older = n - options.keep_turns
+        state.shrunk = max(state.shrunk, older)
+        if cost(n) <= low:
+            continue
+        state.cleared = max(state.cleared, older)
+        if cost(n) <= low:
+            continue
+        while state.first < n and cost(n) > low:
+            state.first += 1
+        for tier in ("shrunk", "cleared"):  # the last rounds alone are too big: they give way too
+            if cost(n) > budget:
+                setattr(state, tier, n)
+        if cost(n) > budget:
+            state.summarized = n
+    return state
+
+
 def fit_history(meeting: MeetingContext, history: Sequence[Turn], budget: int,
                 options: CompilerOptions) -> tuple[list[Block], list[str]]:
     """The session's earlier rounds within `budget` tokens, compacted cheapest step first.
 
     1. shrink an oversized round's evidence to its head and tail (expand() reads the rest);
-    2. clear the evidence of all but the last `keep_turns` rounds, oldest first;
+    2. clear the evidence of all but the last `keep_turns` rounds (those two only when still over `low_water`);
     3. drop the oldest rounds whole (a question with its answer, never half of one);
-    4. only if still over: summarize the older of the rounds left, keeping the last one whole.
-    Clearing and dropping go `compact_step` rounds at a time, so the next questions append to an
-    unchanged prefix instead of moving the cut one round further each time.
-    Returns the blocks and the steps taken, in order.
+    4. only if still over: summarize the rounds left into one block.
+    Compaction happens only when the history outgrows its budget, and then goes down to `low_water` of it
+    (`_replay`), so most questions append to an unchanged prefix. Returns the blocks and the steps in
+    effect, in order.
     """
-    numbered = list(enumerate(history, start=1))
-    step = max(1, options.compact_step)
-
-    def build(modes: dict[int, str], first: int = 1, summarize_upto: int = 0) -> list[Block]:
-        blocks: list[Block] = []
-        if first > 1:
-            text = f"[omitted: turns 1-{first - 1} of this session]"
-            blocks.append(Block(3, f"turns 1-{first - 1}", text, _tokens(text, options),
-                                "budget: dropped, oldest first", "user"))
-        kept = [(n, t) for n, t in numbered if n >= first]
-        older = [(n, t) for n, t in kept if n <= summarize_upto]
-        if older:
-            blocks.append(_summarized_turns(older, options))
-        for n, t in kept:
-            if n > summarize_upto:
-                blocks.extend(_turn_blocks(meeting, t, n, options, evidence=modes.get(n, "whole")))
-        return blocks
-
-    def fits(blocks: list[Block]) -> bool:
-        return sum(b.tokens for b in blocks) <= budget
-
-    blocks = build({})
-    if fits(blocks) or not numbered:
-        return blocks, []
-    modes = {n: "shrunk" for n, t in numbered
-             if _tokens("\n".join(e.segment.text for e in t.evidence), options) > options.max_block_tokens}
-    steps = ["shrink"] if modes else []
-    blocks = build(modes)
-    if fits(blocks):
-        return blocks, steps
-    steps.append("clear")
-    clearable = max(0, len(numbered) - options.keep_turns)
-    for count in range(1, clearable + 1):
-        if fits(build({**modes, **{n: "cleared" for n in range(1, count + 1)}})):
-            count = min(clearable, math.ceil(count / step) * step)
-            return build({**modes, **{n: "cleared" for n in range(1, count + 1)}}), steps
-    modes = {**modes, **{n: "cleared" for n in range(1, clearable + 1)}}
-    steps.append("drop")
-    for count in range(1, len(numbered)):
-        if fits(build(modes, count + 1)):
-            count = min(len(numbered) - 1, math.ceil(count / step) * step)
-            return build(modes, count + 1), steps
-    steps.append("summarize")
-    return build(modes, len(numbered), summarize_upto=len(numbered) - 1), steps
+    if not history:
+        return [], []
+    costs = _priced(meeting, history, options)
+    state = _replay(costs, budget, options)
+    blocks: list[Block] = []
+    if state.first > 1:
+        text = f"[omitted: turns 1-{state.first - 1} of this session]"
+        blocks.append(Block(3, f"turns 1-{state.first - 1}", text, _tokens(text, options),
+                            "budget: dropped, oldest first", "user"))
+    rounds = list(enumerate(history, start=1))[state.first - 1:]
+    if state.summarized:
+        blocks.append(_summarized_turns(rounds, options))
+    else:
+        for number, turn in rounds:
+            blocks.extend(_turn_blocks(meeting, turn, number, options, evidence=_mode(state, number)))
+    steps = []
+    if any(b.reason == "compacted: head and tail" for b in blocks):
+        steps.append("shrink")
+    if state.cleared >= state.first:
+        steps.append("clear")
+    if state.first > 1:
+        steps.append("drop")
+    if state.summarized:
+        steps.append("summarize")
+    return blocks, steps
 
 
 def compile_prompt(

@@ -108,34 +108,67 @@ def long_session(n: int) -> list[Turn]:
 
 @pytest.mark.parametrize(("budget", "expected"), [
     (100_000, []),
-    (3_000, ["shrink"]),
-    (1_400, ["shrink", "clear"]),
-    (700, ["shrink", "clear", "drop"]),
+    (7_000, ["shrink"]),
+    (5_000, ["clear"]),
+    (4_000, ["clear", "drop"]),
+    (1_400, ["drop"]),
+    (400, ["clear", "drop", "summarize"]),
 ])
 def test_a_long_session_is_compacted_cheapest_step_first(budget: int, expected: list[str]) -> None:
     opts = CompilerOptions(budget=budget)
     prompt, steps = compile_prompt(meeting(), "And the booth?", retrieved=evidence([7, 8]), history=long_session(12),
                                    options=opts)
     assert steps == expected
-    if budget < 100_000:
+    order = ["shrink", "clear", "drop", "summarize"]
+    assert steps == sorted(steps, key=order.index)
+    if 1_000 <= budget < 100_000:
         assert prompt.tokens <= budget
     reasons = [b.reason for b in prompt.blocks]
-    if "clear" in steps:
+    if "clear" in steps and "summarize" not in steps:
         assert "compacted: cleared, expand() reads it" in reasons
-        # The last rounds keep their evidence whole (or at most shrunk).
-        last = [b for b in prompt.blocks if b.name == "turn 12 evidence"]
-        assert last and last[0].reason != "compacted: cleared, expand() reads it"
     if "drop" in steps:
         assert "budget: dropped, oldest first" in reasons
         # Never half a round: every question kept has its answer.
         questions = {b.name.split()[1] for b in prompt.blocks if b.name.endswith("question") and b.layer == 3}
         answers = {b.name.split()[1] for b in prompt.blocks if b.name.endswith("answer")}
         assert questions == answers
+    if "summarize" not in steps and budget < 100_000:
+        # The last rounds stay whole (or at most shrunk) while older ones give way.
+        last = [b for b in prompt.blocks if b.name == "turn 12 evidence"]
+        assert last and last[0].reason != "compacted: cleared, expand() reads it"
+
+
+def test_compaction_is_seldom_so_most_prompts_extend_the_previous_one() -> None:
+    opts = CompilerOptions(budget=3_000)
+    history: list[Turn] = []
+    previous = None
+    extended = moved = 0
+    for k in range(30):
+        prompt, _ = compile_prompt(meeting(), f"Question {k}?", retrieved=evidence([5 + k % 20, 6 + k % 20]),
+                                   history=history, options=opts)
+        assert prompt.tokens <= opts.budget
+        messages = prompt.messages()
+        if previous is not None:
+            same = [(m["role"], m["content"]) for m in messages[: len(previous)]] == \
+                   [(m["role"], m["content"]) for m in previous]
+            extended += same
+            moved += not same
+        previous = messages
+        history.append(Turn(f"Question {k}?", f"Answer {k} [#{5 + k % 20}]", tuple(evidence([5 + k % 20, 6 + k % 20]))))
+    assert extended >= 3 * moved, (extended, moved)
+
+
+def test_the_same_session_always_compiles_to_the_same_prompt() -> None:
+    history = long_session(12)
+    first, _ = compile_prompt(meeting(), "q?", history=history, options=CompilerOptions(budget=3_000))
+    again, _ = compile_prompt(meeting(), "q?", history=list(history), options=CompilerOptions(budget=3_000))
+    assert first.messages() == again.messages()
 
 
 def test_when_nothing_else_helps_older_rounds_are_summarized() -> None:
-    _, steps = compile_prompt(meeting(), "q?", history=long_session(12), options=CompilerOptions(budget=400))
+    prompt, steps = compile_prompt(meeting(), "q?", history=long_session(12), options=CompilerOptions(budget=200))
     assert steps[-1] == "summarize"
+    assert any(b.reason == "compacted: summarized older rounds" for b in prompt.blocks)
 
 
 def test_the_retry_after_prompt_too_long_aims_below_the_stated_limit() -> None:
