@@ -83,7 +83,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                                llm_timeout=settings.llm_timeout,
                                                llm_system_role=settings.llm_system_role)
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
-        answerer = make_answerer(settings, search, digester.stored)
+        answerer = make_answerer(settings, search, digester.stored, stamp=digester.stamp)
         service = MeetingService(
             transcript_log,
             search,

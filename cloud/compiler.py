@@ -38,6 +38,8 @@ Rules:
 - Answer in the language of the question, in at most three sentences."""
 
 LAYER_NAMES = {1: "stable", 2: "ledger", 3: "summaries", 4: "evidence", 5: "question"}
+#: Tokens set aside for the question when the history's share is worked out.
+QUESTION_ALLOWANCE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +62,11 @@ class CompilerOptions:
     budget: int = 4000
     ledger_tokens: int = 900
     summary_tokens: int = 700
-    retrieved_tokens: int = 1100
+    retrieved_tokens: int = 700
     recent_tokens: int = 300
     max_block_tokens: int = 400
     keep_turns: int = 2
-    low_water: float = 0.4
+    low_water: float = 0.3
     calibration: float = 1.0
 
 
@@ -451,8 +453,15 @@ def compile_prompt(
     evidence = evidence_blocks(meeting, retrieved, recent, options)
     q = f"Question: {question}"
     tail = [Block(5, "question", q, _tokens(q, options), "question", "user")]
-    fixed = sum(b.tokens for b in stable + evidence + tail)
-    turns, steps = fit_history(meeting, history, max(0, options.budget - fixed), options)
+    # The history's share is the budget less the stable layers and the evidence's and question's full
+    # shares, not what this question's evidence happens to take: a share that moved with each question
+    # would move the compaction cut with it, and with the cut the cached prefix.
+    reserve = options.retrieved_tokens + (options.recent_tokens if recent else 0) + QUESTION_ALLOWANCE
+    share = max(0, options.budget - sum(b.tokens for b in stable) - reserve)
+    turns, steps = fit_history(meeting, history, share, options)
+    over = sum(b.tokens for b in stable + turns + evidence + tail) - options.budget
+    if over > 0 and history:  # an unusually long question: this one prompt gives up more history
+        turns, steps = fit_history(meeting, history, max(0, share - over), options)
     blocks = tuple(stable + turns + evidence + tail)
     shown: dict[int, str] = {}
     for item in [*retrieved, *recent, *(e for t in history for e in t.evidence)]:

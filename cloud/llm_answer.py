@@ -458,12 +458,13 @@ def make_chat(settings: Settings) -> ChatModel:
                       timeout=settings.llm_timeout, max_tokens=512, system_role=settings.llm_system_role)
 
 
-def make_answerer(settings: Settings, search: TranscriptSearch,
-                  digests: Callable[..., Any]) -> Answerer | LLMAnswerer:
-    """The answerer the settings choose: extractive, or the model's with the extractive one as fallback."""
+def make_answerer(settings: Settings, search: TranscriptSearch, digests: Callable[..., Any], *,
+                  stamp: Callable[..., Any] | None = None) -> Answerer | LLMAnswerer:
+    """The answerer the settings choose: extractive, or the model's with the extractive one as fallback.
+    `stamp(meeting_id, tenant=...)` identifies the stored digest, so prompts reuse it until it changes."""
     check_settings(settings)
     extractive = Answerer(search, digests=digests)
     if settings.answerer != "llm":
         return extractive
-    return LLMAnswerer(PromptSources(search, digests), make_chat(settings), extractive,
+    return LLMAnswerer(PromptSources(search, digests, stamp=stamp), make_chat(settings), extractive,
                        options_for_budget(settings.answer_budget))

@@ -7,6 +7,7 @@ and reads any stretch of the meeting back verbatim for the model's `expand(start
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -47,18 +48,40 @@ class PromptSources:
         digests: the meeting's stored digest, `digests(meeting_id, tenant=...)`; never waits for one.
         retrieve: how many segments to retrieve per question.
         recent_s: a live meeting's last this many seconds go in as `recent`.
+        stamp: identifies the stored digest without reading it (`MeetingDigester.stamp`); with it, a
+            meeting's stable context is read once per digest instead of once per question.
     """
 
     def __init__(self, search: TranscriptSearch, digests: Callable[..., MeetingDigest | None], *,
-                 retrieve: int = 10, recent_s: float = 120.0) -> None:
+                 retrieve: int = 10, recent_s: float = 120.0, stamp: Callable[..., object] | None = None) -> None:
         self.search = search
         self.log = search.log
         self.digests = digests
         self.retrieve = retrieve
         self.recent_s = recent_s
+        self.stamp = stamp
+        self._cached: dict[tuple[str, str], tuple[object, MeetingContext]] = {}
+        self._lock = threading.Lock()
 
     def meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[MeetingContext, bool]:
         """The stable part of the meeting's prompts, and whether the meeting is still going."""
+        live = self.log.closure(meeting_id, tenant=tenant) is None
+        key = (tenant, meeting_id)
+        stamp = self.stamp(meeting_id, tenant=tenant) if self.stamp is not None else None
+        if stamp is not None:
+            with self._lock:
+                cached = self._cached.get(key)
+            if cached is not None and cached[0] == stamp:
+                return cached[1], live
+        context = self._read_meeting(meeting_id, tenant)
+        if stamp is not None:
+            with self._lock:
+                self._cached[key] = (stamp, context)
+                while len(self._cached) > 256:
+                    del self._cached[next(iter(self._cached))]
+        return context, live
+
+    def _read_meeting(self, meeting_id: str, tenant: str) -> MeetingContext:
         digest = self.digests(meeting_id, tenant=tenant)
         index = self.search.meeting_index(meeting_id, tenant=tenant)
         with index.lock:
@@ -66,12 +89,11 @@ class PromptSources:
         langs = tuple(r[0] for r in self.log.read(
             "SELECT DISTINCT lang FROM segments WHERE tenant = ? AND meeting_id = ? AND lang IS NOT NULL "
             "ORDER BY lang", (tenant, meeting_id)))
-        live = self.log.closure(meeting_id, tenant=tenant) is None
         if digest is None:
-            return MeetingContext(meeting_id, speakers, langs), live
+            return MeetingContext(meeting_id, speakers, langs)
         glossary = tuple(i.text for i in digest.ledger if i.kind == "glossary" and i.status == "current")
         ledger = tuple(i for i in digest.ledger if i.kind != "glossary")
-        return MeetingContext(meeting_id, speakers, langs, glossary, ledger, digest.l2, digest.sections), live
+        return MeetingContext(meeting_id, speakers, langs, glossary, ledger, digest.l2, digest.sections)
 
     def evidence(self, meeting_id: str, question: str, *, tenant: str = DEFAULT_TENANT,
                  live: bool = False) -> tuple[list[Hit], list[Evidence], list[Evidence]]:

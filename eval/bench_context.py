@@ -134,7 +134,7 @@ def ask_session(log: Any, search: Any, digester: Any, meeting_id: str, tenant: s
     from meetmem.cloud.prompting import PromptSources, hit_reason
 
     digest_sw = Stopwatch()
-    sources = PromptSources(search, digest_sw.wrap(digester.stored))
+    sources = PromptSources(search, digest_sw.wrap(digester.stored), stamp=digester.stamp)
     answerer = Answerer(search, digests=digester.stored)
     facts = meeting.facts
     asked = Counter(f.question for f in facts)

@@ -131,6 +131,12 @@ class DerivedStore:
                              (tenant, meeting_id))
         return (rows[0][0], bool(rows[0][1])) if rows else None
 
+    def stamp(self, tenant: str, meeting_id: str) -> tuple[int, bool, str] | None:
+        """(through_pos, final, made_at) of the stored digest: changes whenever the digest is remade."""
+        rows = self.log.read("SELECT through_pos, final, made_at FROM meeting_digests WHERE tenant = ? AND "
+                             "meeting_id = ?", (tenant, meeting_id))
+        return (rows[0][0], bool(rows[0][1]), rows[0][2]) if rows else None
+
     def clear(self) -> None:
         """Forget every digest (before a rebuild from the log)."""
         with self.log.transaction():

@@ -121,6 +121,10 @@ class MeetingDigester:
         self.log.require_meeting(meeting_id, tenant=tenant)
         return self.store.load(tenant, meeting_id)
 
+    def stamp(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, bool, str] | None:
+        """Identifies the stored digest without reading it (it changes whenever the digest is remade)."""
+        return self.store.stamp(tenant, meeting_id)
+
     def update(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingDigest:
         """Bring the meeting's digest up to date with its log and store it; returns it."""
         key = (tenant, meeting_id)

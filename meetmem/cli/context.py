@@ -62,7 +62,8 @@ class CommandContext:
             from meetmem.cloud.llm_answer import check_settings, make_answerer
 
             check_settings(self.settings)  # before loading any model: a missing setting is named at once
-            self._answerer = make_answerer(self.settings, self.search, self.digester.digest)
+            self._answerer = make_answerer(self.settings, self.search, self.digester.digest,
+                                           stamp=self.digester.stamp)
         return self._answerer
 
     @property
