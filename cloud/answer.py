@@ -19,6 +19,7 @@ from meetmem.store.records import MeetingDigest, Segment
 from meetmem.summarizers.extractive import sentences
 
 from .overview import overview_answer
+from .prompting import hit_reason
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ class Answerer:
         if not hits:
             return Answer(question, kind, "Nothing in this meeting's transcript matches the question.", (),
                           (ManifestBlock("question", count_tokens(question), "question"),))
-        reasons = {h.segment.segment_id: _reason(h) for h in hits}
+        reasons = {h.segment.segment_id: hit_reason(h) for h in hits}
         if kind == "overview":
             ordered = [h.segment for h in hits]
             lines = [self._quote(s.speaker, s.start, s.text) for s in ordered[:3]]
@@ -277,7 +278,7 @@ class Answerer:
         top_score = hits[0].score or 1.0
         chosen: dict[str, tuple[Segment, float, str]] = {}
         for hit in hits[: self.candidates]:
-            chosen[hit.segment.segment_id] = (hit.segment, hit.score / top_score, _reason(hit))
+            chosen[hit.segment.segment_id] = (hit.segment, hit.score / top_score, hit_reason(hit))
         index = self.search.meeting_index(meeting_id, tenant=tenant)
         neighbours: dict[str, tuple[float, str]] = {}
         with index.lock:
@@ -342,11 +343,3 @@ class Answerer:
         who = f"{speaker}, " if speaker else ""
         return f'"{text}" ({who}{format_time(start)})'
 
-
-def _reason(hit: Hit) -> str:
-    parts = []
-    if hit.bm25_rank is not None:
-        parts.append(f"bm25 #{hit.bm25_rank}")
-    if hit.dense_rank is not None:
-        parts.append(f"dense #{hit.dense_rank}")
-    return "retrieved: " + " + ".join(parts) if parts else "retrieved"

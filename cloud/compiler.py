@@ -21,6 +21,7 @@ Pure: fed records, returns records; the caller reads the log and talks to the mo
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -109,7 +110,8 @@ class MeetingContext:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """An earlier round of the ask session: its question, the evidence it was given, its answer."""
+    """An earlier round of the ask session: its question, the evidence its prompt showed (exactly the lines
+    shown, so the next prompt repeats that prompt byte for byte), its answer."""
 
     question: str
     answer: str
@@ -269,8 +271,11 @@ def _summary_blocks(meeting: MeetingContext, options: CompilerOptions) -> list[B
 
 
 def evidence_blocks(meeting: MeetingContext, retrieved: Sequence[Evidence], recent: Sequence[Evidence],
-                    options: CompilerOptions, *, layer: int = 4, role: str = "user") -> list[Block]:
-    """The retrieved segments (best first, within their share) and the newest ones, as handled lines."""
+                    options: CompilerOptions, *, layer: int = 4, role: str = "user",
+                    above: frozenset[int] = frozenset()) -> list[Block]:
+    """The retrieved segments (best first, within their share) and the newest ones, as handled lines.
+    A segment whose line the session's history already shows word for word (`above`: handles) is not
+    repeated: the model reads it there, and the prompt stays shorter and more of it cached."""
     blocks: list[Block] = []
     seen: set[str] = set()
     for pool, share, what in ((retrieved, options.retrieved_tokens, "retrieved"),
@@ -282,9 +287,12 @@ def evidence_blocks(meeting: MeetingContext, retrieved: Sequence[Evidence], rece
                 continue
             seen.add(s.segment_id)
             handle = meeting.handles.get(s.segment_id, s.chain_pos)
+            name = f"segment #{handle} [{clock(s.start)}]"
+            if handle in above:
+                blocks.append(Block(layer, name, "", 0, f"{item.reason}; shown above in the history"))
+                continue
             line = segment_line(s, handle)
             cost = _tokens(line, options)
-            name = f"segment #{handle} [{clock(s.start)}]"
             if used + cost > share:
                 blocks.append(Block(layer, name, "", 0, f"budget: dropped, {what} #{rank}"))
                 continue
@@ -450,7 +458,6 @@ def compile_prompt(
     """Compile the prompt for `question`; returns it and the compaction steps its history needed."""
     options = options or CompilerOptions()
     stable = stable_blocks(meeting, options)
-    evidence = evidence_blocks(meeting, retrieved, recent, options)
     q = f"Question: {question}"
     tail = [Block(5, "question", q, _tokens(q, options), "question", "user")]
     # The history's share is the budget less the stable layers and the evidence's and question's full
@@ -459,15 +466,25 @@ def compile_prompt(
     reserve = options.retrieved_tokens + (options.recent_tokens if recent else 0) + QUESTION_ALLOWANCE
     share = max(0, options.budget - sum(b.tokens for b in stable) - reserve)
     turns, steps = fit_history(meeting, history, share, options)
+    evidence = evidence_blocks(meeting, retrieved, recent, options, above=_shown_handles(turns))
     over = sum(b.tokens for b in stable + turns + evidence + tail) - options.budget
     if over > 0 and history:  # an unusually long question: this one prompt gives up more history
         turns, steps = fit_history(meeting, history, max(0, share - over), options)
+        evidence = evidence_blocks(meeting, retrieved, recent, options, above=_shown_handles(turns))
     blocks = tuple(stable + turns + evidence + tail)
     shown: dict[int, str] = {}
     for item in [*retrieved, *recent, *(e for t in history for e in t.evidence)]:
         handle = meeting.handles.get(item.segment.segment_id, item.segment.chain_pos)
         shown.setdefault(handle, item.segment.segment_id)
     return CompiledPrompt(blocks, shown, options.budget), steps
+
+
+_LINE_HANDLE_RE = re.compile(r"^\[#(\d+) ", re.MULTILINE)
+
+
+def _shown_handles(blocks: Sequence[Block]) -> frozenset[int]:
+    """The handles of the transcript lines the history blocks show word for word."""
+    return frozenset(int(m.group(1)) for b in blocks if b.role == "user" for m in _LINE_HANDLE_RE.finditer(b.text))
 
 
 def shrink_options(options: CompilerOptions, limit: int | None) -> CompilerOptions:

@@ -61,6 +61,7 @@ TARGET_SHARE_4H = 0.07
 TARGET_REUSE = 0.9
 TARGET_COMPILE_P95_MS = 50.0
 _HANDLE_RE = re.compile(r"\[#(\d+) ")
+_NAME_HANDLE_RE = re.compile(r"segment #(\d+) ")
 
 
 def long_meeting(hours: float, seed: int) -> PlantedMeeting:
@@ -104,18 +105,24 @@ def spread(values: Sequence[float], digits: int = 1) -> dict[str, Any]:
             "p95": round(_nearest_rank(values, 95), digits), "max": round(max(values), digits)}
 
 
-def shown_evidence(compiled: Any) -> list[Any]:
+def shown_evidence(compiled: Any, *, above: bool = False) -> list[Any]:
     """The retrieved segments the prompt shows, in rank order (the ones dropped for the budget left out),
-    as the `Evidence` a later round's history carries."""
+    as the `Evidence` a later round's history carries; with `above`, also those left out of the evidence
+    because the session's history already shows them (they are in the prompt all the same)."""
     from meetmem.cloud.compiler import Evidence
 
     prompt = compiled.prompt
     by_id = {h.segment.segment_id: h.segment for h in compiled.hits}
     out = []
     for block in prompt.blocks:
-        if block.layer != 4 or not block.text or block.reason == "recent":
+        if block.layer != 4 or block.reason == "recent":
             continue
-        handle = _HANDLE_RE.match(block.text)
+        if block.text:
+            handle = _HANDLE_RE.match(block.text)
+        elif above and block.reason.endswith("shown above in the history"):
+            handle = _NAME_HANDLE_RE.match(block.name)
+        else:
+            continue
         segment = by_id.get(prompt.shown.get(int(handle.group(1)), "")) if handle else None
         if segment is not None:
             out.append(Evidence(segment, block.reason))
@@ -185,12 +192,13 @@ def ask_session(log: Any, search: Any, digester: Any, meeting_id: str, tenant: s
             last = prompt
 
             evidence = shown_evidence(compiled)
+            in_prompt = shown_evidence(compiled, above=True)
             unique = asked[fact.question] == 1
-            if sid in [e.segment.segment_id for e in evidence[:RECALL_AT]]:
+            if sid in [e.segment.segment_id for e in in_prompt[:RECALL_AT]]:
                 hits["compiled"][0] += 1
                 hits["compiled"][1] += unique
                 by_kind["compiled"][fact.kind] += 1
-            in_shown += sid in [e.segment.segment_id for e in evidence]
+            in_shown += sid in [e.segment.segment_id for e in in_prompt]
 
             # The pure compiler alone on the same inputs, with and without the session's history.
             context, _ = sources.meeting(meeting_id, tenant=tenant)

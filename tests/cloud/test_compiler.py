@@ -156,7 +156,11 @@ def test_compaction_is_seldom_so_most_prompts_extend_the_previous_one() -> None:
             extended += same
             moved += not same
         previous = messages
-        history.append(Turn(f"Question {k}?", f"Answer {k} [#{5 + k % 20}]", tuple(evidence([5 + k % 20, 6 + k % 20]))))
+        # A round's evidence is what its prompt showed: a line the history already held is not repeated.
+        given = evidence([5 + k % 20, 6 + k % 20])
+        shown = {b.name.split()[1] for b in prompt.blocks if b.layer == 4 and b.text}
+        history.append(Turn(f"Question {k}?", f"Answer {k} [#{5 + k % 20}]",
+                            tuple(e for e in given if f"#{e.segment.chain_pos}" in shown)))
     assert extended >= 3 * moved, (extended, moved)
 
 
@@ -182,3 +186,16 @@ def test_the_retry_after_prompt_too_long_aims_below_the_stated_limit() -> None:
 def test_chinese_counts_a_character_as_a_token() -> None:
     assert count_tokens("我们决定用钢制铰链") == 9
     assert count_tokens("we ship on March 3rd") == 5
+
+
+def test_a_line_the_history_shows_is_not_repeated_in_the_evidence() -> None:
+    history = [Turn("When is the quote due?", "March 12th [#0]", tuple(evidence([0, 1])))]
+    prompt, _ = compile_prompt(meeting(), "And the tooling?", retrieved=evidence([1, 2]), history=history)
+    reasons = {b.name: b.reason for b in prompt.blocks if b.layer == 4}
+    assert reasons["segment #1 [00:30]"] == "retrieved: bm25 #1; shown above in the history"
+    assert reasons["segment #2 [01:00]"] == "retrieved: bm25 #2"
+    last = prompt.messages()[-1]["content"]
+    assert TEXTS[1] not in last and TEXTS[2] in last
+    history_text = "\n".join(m["content"] for m in prompt.messages()[1:-1])
+    assert history_text.count(TEXTS[1]) == 1
+    assert prompt.shown[1] == "s1"
