@@ -98,6 +98,14 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     ),
 }
 _CJK_NAME_RE = re.compile(r"[\u4e00-\u9fff]")
+# "What did Dana say about the budget?" asks for Dana's own words; "By when does Bob owe us the quote?"
+# names Bob as the subject, and someone else may well have said it.
+_SPEECH_RE = re.compile(
+    r"\b(?:say|says|said|saying|mention\w*|tell|tells|told|ask|asks|asked|propos\w*|suggest\w*|claim\w*|"
+    r"think|thinks|thought|according to|quote\w*|words?|explain\w*|promis\w*|comment\w*|argu\w*|"
+    r"recommend\w*|point\w* out)\b|说|提到|讲|问|建议|认为|表示|提出",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +216,9 @@ class Answerer:
         mode = "hybrid" if dense else "bm25"
         hits = self.search.search(meeting_id, question, tenant=tenant, k=MAX_CITATIONS, filters=filters,
                                   query_vectors=query_vectors, mode=mode)
-        speaker = self._named_speaker(meeting_id, tenant, question) if not (filters and filters.speaker) else None
+        speaker = None
+        if not (filters and filters.speaker) and _SPEECH_RE.search(question):
+            speaker = self._named_speaker(meeting_id, tenant, question)
         if speaker is not None:
             # "What did Dana say about the budget?": that speaker's best turns first, then the rest.
             own = self.search.search(meeting_id, question, tenant=tenant, k=MAX_CITATIONS,

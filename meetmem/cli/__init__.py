@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .demo import add_demo_command
     from .digest_commands import add_digest_commands
     from .edge_commands import add_edge_commands
+    from .eval_commands import add_eval_commands
     from .store_commands import add_store_commands
 
     add_store_commands(sub, common)
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_cloud_commands(sub, common, common_flags(tenant=False))
     add_edge_commands(sub, common)
     add_bench_commands(sub, common)
+    add_eval_commands(sub, common)
     add_demo_command(sub, common)
     return parser
 

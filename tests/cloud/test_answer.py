@@ -154,6 +154,18 @@ class TestWithoutModel:
         answer = answerer.ask(MEETING, "What about the aluminium casing?", filters=SearchFilters(speaker="Bob"))
         assert answer.citations and all(c.speaker == "Bob" for c in answer.citations)
 
+    @pytest.mark.parametrize(("question", "speaker", "words"), [
+        # Asked for someone's own words: that speaker's turns come first.
+        ("What did Dana say about the press release?", "Dana", "April 2nd"),
+        # A person named as the subject: whoever said it, the answer is the line that holds it.
+        ("By when does Bob owe the supplier the revised quote?", "Alice", "March 12th"),
+    ])
+    def test_a_named_person_is_the_speaker_only_when_asked_what_they_said(
+            self, answerer: Answerer, question: str, speaker: str, words: str) -> None:
+        answer = answerer.ask(MEETING, question)
+        assert speaker in {c.speaker for c in answer.citations[:2]}
+        assert words in answer.answer
+
     def test_unknown_meeting(self, answerer: Answerer) -> None:
         with pytest.raises(MeetingNotFound):
             answerer.ask("no-such-meeting", "anything?")

@@ -1,0 +1,411 @@
+"""`meetmem eval run`: needle recall of meetmem's answers against the usual baselines, side by side.
+
+A needle meeting (`needle_types.NeedleMeeting`: segments plus planted facts, each with questions worded
+unlike the meeting and the value a right answer contains) is ingested into a fresh SQLite log (one device,
+seq = row index), closed, indexed (hybrid when the routes hold a model, else BM25) and digested (extractive
+summarizer, rule ledger). Then every question is put to every method on the same data in one process:
+
+* `meetmem`: `Answerer.ask`. recall@k = the needle's segment among the first k citations; exact answer =
+  the answer text contains the expected value (case and whitespace folded; Chinese compared without
+  spaces); ask latency. The compiled prompt of one ask session over all questions in order
+  (`PromptSources.compile`, budget 4000, each round in the history as in `bench context`): tokens per
+  question and prefix reuse; `meetmem_prompt` recall = the needle's segment among the first k retrieved
+  segments the prompt shows.
+* `bm25`, `dense`: one retriever alone, `search(mode=...)`; recall@k of its first k hits; tokens = the
+  question and those k segments.
+* `sliding_window`: the last N tokens of the transcript (N = the budget) at the end of the meeting;
+  recall = the needle's segment is inside.
+* `rolling_summary`: the extractive summary remade from itself every 5 minutes (`bench summaries`);
+  recall = the expected value is in the final summary.
+* `full_transcript`: the whole transcript and the question; recall = the needle's segment is within the
+  last 128k tokens (all of them when the transcript fits).
+* drift per layer: the share of questions whose expected value appears in the text of meetmem's first k
+  citations (`raw_retrieval`), in any L1 line (`l1`), in any L2 line (`l2`), and anywhere in the stored
+  transcript (`raw_log`, the ceiling).
+* ledger: todo precision and recall (a ledger todo matches a todo needle when its cited segments include
+  the needle's segment) and traceability of L1, L2 and ledger citations.
+
+Keys of `evaluate`'s result: meeting, config, build, methods, drift, ledger, by_kind, by_lang, by_method,
+misses (meetmem's questions not recalled or not answered exactly, the first 20 shown), wall_s.
+`meetmem eval run --json` prints it with machine and code added.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .baselines import (
+    LONG_WINDOW,
+    final_rolling_summary,
+    full_transcript_tokens,
+    retrieved_prompt_tokens,
+    segment_tokens,
+    sliding_window,
+)
+from .bench_context import shown_evidence
+from .measure import latency
+from .needle_types import NEEDLE_KINDS, Needle, NeedleMeeting
+
+DEFAULT_K = 5
+DEFAULT_BUDGET = 4000
+DEVICE = "needle-eval"
+MEETING_ID = "needle-meeting"
+MISSES_SHOWN = 20
+#: Methods in the order of the comparison table; `dense` is left out when there is no model.
+METHODS = ("meetmem", "meetmem_prompt", "bm25", "dense", "sliding_window", "rolling_summary", "full_transcript")
+LAYERS = ("raw_retrieval", "l1", "l2", "raw_log")
+
+_SPACE_RE = re.compile(r"\s+")
+_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def normalised(text: str, lang: str = "en") -> str:
+    """Text folded for "contains the expected value": case-folded, whitespace collapsed, and for Chinese
+    (or any text with CJK characters) whitespace removed, since Chinese is written without spaces."""
+    folded = text.casefold().strip()
+    if lang.startswith("zh") or _CJK_RE.search(folded):
+        return _SPACE_RE.sub("", folded)
+    return _SPACE_RE.sub(" ", folded)
+
+
+def holds(text: str, expected: str, lang: str = "en") -> bool:
+    """Whether `text` contains `expected`, compared as `normalised`."""
+    want = normalised(expected, lang)
+    return bool(want) and want in normalised(text, lang)
+
+
+@dataclass(slots=True)
+class _Row:
+    """One question's outcome under every method."""
+
+    needle: Needle
+    question: str
+    expected: str
+    hit: dict[str, bool | None] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+    exact: bool = False
+    answer: str = ""
+    cited: tuple[int, ...] = ()
+    first: int = -1  # the row index of the answer's first citation
+
+
+def _share(count: int, total: int) -> float | None:
+    return round(count / total, 4) if total else None
+
+
+def _recall(rows: Sequence[_Row], method: str) -> float | None:
+    outcomes = [r.hit.get(method) for r in rows]
+    known = [o for o in outcomes if o is not None]
+    return _share(sum(known), len(known)) if known else None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(statistics.fmean(values), 1) if values else None
+
+
+def _kind_order(kind: str) -> tuple[int, str]:
+    return (NEEDLE_KINDS.index(kind) if kind in NEEDLE_KINDS else len(NEEDLE_KINDS), kind)
+
+
+def _groups(rows: Sequence[_Row], key: Callable[[_Row], str], methods: Sequence[str],
+            order: Callable[[str], Any] = str) -> dict[str, Any]:
+    grouped: dict[str, list[_Row]] = {}
+    for row in rows:
+        grouped.setdefault(key(row), []).append(row)
+    return {
+        name: {"questions": len(members),
+               "recall_at_k": {m: _recall(members, m) for m in methods},
+               "exact_answer_rate": _share(sum(r.exact for r in members), len(members)),
+               "layers": {layer: _recall(members, layer) for layer in LAYERS}}
+        for name, members in sorted(grouped.items(), key=lambda item: order(item[0]))
+    }
+
+
+def ingest(log: Any, meeting: NeedleMeeting, *, meeting_id: str = MEETING_ID, tenant: str | None = None,
+           batch: int = 500) -> list[str]:
+    """Append the meeting's rows from one device (seq = row index), close it; the segment id of each row."""
+    from meetmem.store.interchange import validate_segment
+    from meetmem.store.log import DEFAULT_TENANT
+    from meetmem.store.records import segment_id_for
+
+    tenant = tenant or DEFAULT_TENANT
+    items = [validate_segment(row, i) for i, row in enumerate(meeting.segments)]
+    for lo in range(0, len(items), batch):
+        chunk = items[lo:lo + batch]
+        result = log.append(meeting_id, DEVICE, chunk, tenant=tenant)
+        if result.new != len(chunk):
+            raise RuntimeError(f"the log stored {result.new} of {len(chunk)} segments of {meeting_id}")
+    log.close_meeting(meeting_id, tenant=tenant)
+    return [segment_id_for(tenant, meeting_id, DEVICE, i) for i in range(len(items))]
+
+
+def ledger_todos(digest: Any, needles: Sequence[Needle], ids: Sequence[str]) -> dict[str, Any]:
+    """Todo needles against the ledger's todos: an item matches a needle when it cites the needle's segment."""
+    todo_needles = [n for n in needles if n.kind == "todo"]
+    items = [i for i in digest.ledger if i.kind == "todo"]
+    wanted = {ids[n.segment_index] for n in todo_needles}
+    matched_items = [i for i in items if wanted.intersection(i.source.segment_ids)]
+    found = [n for n in todo_needles if any(ids[n.segment_index] in i.source.segment_ids for i in items)]
+    # Of the needles found, those whose every planted value is in a matching item's fields, as said.
+    exact = 0
+    for needle in found:
+        sid = ids[needle.segment_index]
+        text = " | ".join(v for i in items if sid in i.source.segment_ids
+                          for v in (i.text, i.owner, i.task, i.due) if v)
+        exact += all(holds(text, v, needle.lang) for v in needle.values.values())
+    return {"needles": len(todo_needles), "ledger_todos": len(items), "matched_items": len(matched_items),
+            "found_needles": len(found), "precision": _share(len(matched_items), len(items)),
+            "recall": _share(len(found), len(todo_needles)),
+            "values_verbatim_share_of_found": _share(exact, len(found))}
+
+
+def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int = DEFAULT_K,
+             budget: int = DEFAULT_BUDGET, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every needle question put to meetmem and to each baseline on one fresh copy of the meeting.
+
+    Args:
+        meeting: the needle meeting.
+        db_path: a database file that does not exist yet (the meeting is ingested into it).
+        routes: the embedder routes (`embedder_routes(...)`), or None for BM25 alone (no `dense` row).
+        k: how many citations or hits count for recall.
+        budget: the compiled prompt's token budget, also the sliding window's size.
+        progress: called with a line of progress for a person, if given.
+
+    Returns:
+        The figures; see the module docstring for the keys.
+    """
+    from meetmem.cloud.answer import Answerer
+    from meetmem.cloud.compiler import CompilerOptions, Turn, prefix_reuse
+    from meetmem.cloud.prompting import PromptSources
+    from meetmem.cloud.tokens import count_tokens
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.log import DEFAULT_TENANT, TranscriptLog
+    from meetmem.summarizers.digest import MeetingDigester
+    from meetmem.summarizers.extractive import ExtractiveSummarizer
+
+    from .bench_summaries import traceability
+
+    say = progress or (lambda _message: None)
+    db_path = Path(db_path)
+    if db_path.exists():
+        raise FileExistsError(f"{db_path} exists; the evaluation needs a fresh database")
+    started = time.perf_counter()
+    tenant = DEFAULT_TENANT
+    meeting_id = MEETING_ID
+    questions = [(n, q) for n in meeting.needles for q in n.questions]
+    for needle in meeting.needles:
+        if not 0 <= needle.segment_index < len(meeting.segments):
+            raise ValueError(f"a {needle.kind} needle points at segment {needle.segment_index}, "
+                             f"outside the meeting's {len(meeting.segments)}")
+    rows = [_Row(n, q.question, q.expected) for n, q in questions]
+    build: dict[str, float] = {}
+    with TranscriptLog(db_path) as log:
+        t0 = time.perf_counter()
+        ids = ingest(log, meeting, meeting_id=meeting_id, tenant=tenant)
+        build["ingest_s"] = round(time.perf_counter() - t0, 3)
+        position = {sid: i for i, sid in enumerate(ids)}
+        say(f"{len(ids)} segments, {len(meeting.needles)} needles, {len(rows)} questions; indexing ...")
+        search = TranscriptSearch(log, routes)
+        t0 = time.perf_counter()
+        search.meeting_index(meeting_id, tenant=tenant)
+        build["index_s"] = round(time.perf_counter() - t0, 3)
+        say("digesting ...")
+        digester = MeetingDigester(log, search, ExtractiveSummarizer())
+        t0 = time.perf_counter()
+        digest = digester.update(meeting_id, tenant=tenant)
+        build["digest_s"] = round(time.perf_counter() - t0, 3)
+        segments = log.segments(meeting_id, tenant=tenant)
+        stored = {s.segment_id for s in segments}
+        text_of = {s.segment_id: s.text for s in segments}
+
+        # Baselines that do not depend on the question.
+        costs = segment_tokens(segments)
+        full = full_transcript_tokens(segments, costs=costs)
+        window = sliding_window(segments, budget, costs=costs)
+        long_window = sliding_window(segments, LONG_WINDOW, costs=costs)
+        t0 = time.perf_counter()
+        rolling = final_rolling_summary(segments)
+        build["rolling_summary_s"] = round(time.perf_counter() - t0, 3)
+        l1_text = "\n".join(line.text for s in digest.sections for line in s.lines)
+        l2_text = "\n".join(line.text for line in digest.l2)
+        log_text = "\n".join(text_of.values())
+
+        answerer = Answerer(search, digests=digester.stored)
+        sources = PromptSources(search, digester.stored, stamp=digester.stamp)
+        options = CompilerOptions(budget=budget)
+        for row in rows[:2]:  # warm-up (first touches of the index and the model), not counted
+            answerer.ask(meeting_id, row.question, tenant=tenant)
+            sources.compile(meeting_id, row.question, tenant=tenant, options=options)
+
+        say(f"asking {len(rows)} questions ...")
+        ask_walls: list[float] = []
+        reuse: list[float] = []
+        history: list[Any] = []
+        previous: list[dict[str, str]] | None = None
+        over_budget = 0
+        dense_ok = routes is not None
+        for done, row in enumerate(rows, start=1):
+            sid = ids[row.needle.segment_index]
+            lang = row.needle.lang
+            q_tokens = count_tokens(row.question)
+
+            t0 = time.perf_counter()
+            answer = answerer.ask(meeting_id, row.question, tenant=tenant)
+            ask_walls.append(time.perf_counter() - t0)
+            cited = [c.segment_id for c in answer.citations[:k]]
+            row.hit["meetmem"] = sid in cited
+            row.exact = holds(answer.answer, row.expected, lang)
+            row.answer = answer.answer
+            row.cited = tuple(position.get(c, -1) for c in cited)
+            row.first = row.cited[0] if row.cited else -1
+            row.hit["raw_retrieval"] = any(holds(text_of.get(c, ""), row.expected, lang) for c in cited)
+
+            compiled = sources.compile(meeting_id, row.question, tenant=tenant, history=tuple(history),
+                                       options=options)
+            prompt = compiled.prompt
+            row.tokens["meetmem"] = row.tokens["meetmem_prompt"] = prompt.tokens
+            over_budget += prompt.tokens > budget
+            messages = prompt.messages()
+            if previous is not None:
+                reuse.append(prefix_reuse(previous, messages))
+            previous = messages
+            shown = [e.segment.segment_id for e in shown_evidence(compiled, above=True)[:k]]
+            row.hit["meetmem_prompt"] = sid in shown
+            history.append(Turn(row.question, answer.answer, tuple(shown_evidence(compiled))))
+
+            for mode in ("bm25", "dense"):
+                if mode == "dense" and not dense_ok:
+                    row.hit[mode] = None
+                    continue
+                hits = search.search(meeting_id, row.question, tenant=tenant, k=k, mode=mode)
+                row.hit[mode] = sid in [h.segment.segment_id for h in hits]
+                row.tokens[mode] = retrieved_prompt_tokens(hits, row.question)
+
+            row.hit["sliding_window"] = sid in window.segment_ids
+            row.tokens["sliding_window"] = window.tokens + q_tokens
+            row.hit["rolling_summary"] = holds(rolling.text, row.expected, lang)
+            row.tokens["rolling_summary"] = rolling.tokens + q_tokens
+            row.hit["full_transcript"] = sid in long_window.segment_ids
+            row.tokens["full_transcript"] = full + q_tokens
+            row.hit["l1"] = holds(l1_text, row.expected, lang)
+            row.hit["l2"] = holds(l2_text, row.expected, lang)
+            row.hit["raw_log"] = holds(log_text, row.expected, lang)
+            if done % 10 == 0 or done == len(rows):
+                say(f"questions: {done}/{len(rows)}")
+
+        methods_run = [m for m in METHODS if m != "dense" or dense_ok]
+        prompt_tokens = [r.tokens["meetmem"] for r in rows]
+        methods: dict[str, Any] = {
+            "meetmem": {
+                "recall_at_k": _recall(rows, "meetmem"),
+                "exact_answer_rate": _share(sum(r.exact for r in rows), len(rows)),
+                "prompt_tokens": {"mean": _mean(prompt_tokens),
+                                  "p50": statistics.median(prompt_tokens) if prompt_tokens else None,
+                                  "max": max(prompt_tokens, default=None), "over_budget": over_budget,
+                                  "budget": budget},
+                "prefix_reuse": {"n": len(reuse), "mean": round(statistics.fmean(reuse), 4) if reuse else None,
+                                 "min": round(min(reuse), 4) if reuse else None},
+                "ask_latency": latency(ask_walls),
+            },
+            "meetmem_prompt": {"recall_at_k": _recall(rows, "meetmem_prompt"),
+                               "definition": f"needle among the first {k} retrieved segments the prompt shows"},
+            "bm25": {"recall_at_k": _recall(rows, "bm25"), "tokens_per_question": _mean(
+                [r.tokens["bm25"] for r in rows])},
+            "dense": ({"recall_at_k": _recall(rows, "dense"),
+                       "tokens_per_question": _mean([r.tokens["dense"] for r in rows])} if dense_ok else None),
+            "sliding_window": {"recall": _recall(rows, "sliding_window"), **window.public(),
+                               "tokens_per_question": _mean([r.tokens["sliding_window"] for r in rows])},
+            "rolling_summary": {"recall": _recall(rows, "rolling_summary"), **rolling.public(),
+                                "tokens_per_question": _mean([r.tokens["rolling_summary"] for r in rows])},
+            "full_transcript": {"recall": _recall(rows, "full_transcript"), "transcript_tokens": full,
+                                "tokens_per_question": _mean([r.tokens["full_transcript"] for r in rows]),
+                                f"fits_{LONG_WINDOW // 1000}k": full <= LONG_WINDOW, "window_tokens": LONG_WINDOW},
+        }
+        layers = {layer: _recall(rows, layer) for layer in LAYERS}
+        drift = {**layers, "l1_lines": sum(len(s.lines) for s in digest.sections), "l2_lines": len(digest.l2),
+                 "definition": "share of questions whose expected value appears in the layer's text"}
+        corrections = [r for r in rows if r.needle.corrects is not None]
+        distractors = set(meeting.distractors)
+        methods["meetmem"]["answers_from_stale_segment"] = {
+            "corrections_asked": len(corrections),
+            "count": sum(r.first == r.needle.corrects for r in corrections),
+            "definition": "a correction's question answered first from the segment it corrects"}
+        methods["meetmem"]["answers_from_distractor"] = {
+            "count": sum(r.first in distractors for r in rows), "distractors": len(distractors),
+            "definition": "the answer's first citation is a distractor segment"}
+        ledger = {"todo": ledger_todos(digest, meeting.needles, ids),
+                  "traceability": traceability(digest, stored)}
+
+    by_method = []
+    for method in methods_run:
+        recall = _recall(rows, method)
+        tokens = [r.tokens[method] for r in rows if method in r.tokens]
+        by_method.append({"method": method, "recall_at_k": recall, "tokens_per_question": _mean(tokens)})
+    misses = [
+        {"kind": r.needle.kind, "lang": r.needle.lang, "question": r.question, "expected": r.expected,
+         "recalled": r.hit["meetmem"], "exact": r.exact, "needle_segment": r.needle.segment_index,
+         "cited_segments": list(r.cited), "answer": r.answer}
+        for r in rows if not (r.hit["meetmem"] and r.exact)
+    ]
+    return {
+        "meeting": {"lang": meeting.lang, "seed": meeting.seed, "hours": meeting.hours,
+                    "segments": len(meeting.segments), "needles": len(meeting.needles), "questions": len(rows),
+                    "needles_by_kind": dict(sorted(Counter(n.kind for n in meeting.needles).items(),
+                                                   key=lambda kv: _kind_order(kv[0]))),
+                    "distractors": len(meeting.distractors), "transcript_tokens": full},
+        "config": {"k": k, "budget": budget, "window_tokens": budget,
+                   "search": "hybrid" if dense_ok else "bm25",
+                   "embedders": sorted(routes.by_name()) if routes is not None else [],
+                   "summarizer": "extractive", "ledger": "rules"},
+        "build": build,
+        "methods": methods,
+        "drift": drift,
+        "ledger": ledger,
+        "by_kind": _groups(rows, lambda r: r.needle.kind, methods_run, _kind_order),
+        "by_lang": _groups(rows, lambda r: r.needle.lang, methods_run),
+        "by_method": by_method,
+        "misses": {"not_recalled": sum(not r.hit["meetmem"] for r in rows),
+                   "not_exact": sum(not r.exact for r in rows), "shown": misses[:MISSES_SHOWN]},
+        "wall_s": round(time.perf_counter() - started, 2),
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    """The result as a readable comparison table, then the breakdowns by kind and the ledger."""
+    k = result["config"]["k"]
+    m = result["meeting"]
+    out = [f"needle meeting: {m['hours']:g} h, {m['segments']} segments, {m['needles']} needles, "
+           f"{m['questions']} questions ({m['lang']}), transcript {m['transcript_tokens']} tokens; "
+           f"search {result['config']['search']}", ""]
+    out.append(f"{'method':<18} {'recall@' + str(k):>9} {'tokens/question':>16}")
+    for row in result["by_method"]:
+        recall = "-" if row["recall_at_k"] is None else f"{row['recall_at_k']:.3f}"
+        tokens = "-" if row["tokens_per_question"] is None else f"{row['tokens_per_question']:.0f}"
+        out.append(f"{row['method']:<18} {recall:>9} {tokens:>16}")
+    mm = result["methods"]["meetmem"]
+    lat = mm["ask_latency"]
+    out += ["", f"meetmem exact answers {mm['exact_answer_rate']}, prefix reuse {mm['prefix_reuse']['mean']}, "
+                f"ask p50 {lat.get('p50_ms')} ms, p95 {lat.get('p95_ms')} ms; corrections answered from the "
+                f"stale segment {mm['answers_from_stale_segment']['count']}/"
+                f"{mm['answers_from_stale_segment']['corrections_asked']}"]
+    d = result["drift"]
+    out.append("drift (expected value in layer): " + ", ".join(f"{name} {d[name]}" for name in LAYERS))
+    todo = result["ledger"]["todo"]
+    trace = result["ledger"]["traceability"]
+    out.append(f"ledger todos: precision {todo['precision']}, recall {todo['recall']} "
+               f"({todo['found_needles']}/{todo['needles']} needles, {todo['ledger_todos']} items); traceability "
+               + ", ".join(f"{name} {v['share']}" for name, v in trace.items()))
+    for title, groups in (("by kind", result["by_kind"]), ("by language", result["by_lang"])):
+        out += ["", f"recall@{k} {title}: " + "  ".join(row["method"] for row in result["by_method"])]
+        for name, group in groups.items():
+            cells = " ".join("-" if group["recall_at_k"][row["method"]] is None
+                             else f"{group['recall_at_k'][row['method']]:.2f}" for row in result["by_method"])
+            out.append(f"  {name:<12} n={group['questions']:<4} {cells}  exact {group['exact_answer_rate']}")
+    return "\n".join(out)
