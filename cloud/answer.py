@@ -98,6 +98,18 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     ),
 }
 _CJK_NAME_RE = re.compile(r"[\u4e00-\u9fff]")
+# "What time was the workshop moved to?" asks for the value after a change; the sentence that makes the
+# change ("we changed it to 12:55 pm, not 9:10 am") beats the one it replaced.
+_ASKS_CHANGE_RE = re.compile(
+    r"\b(?:revised|revision|new|now|moved|changed|updated|update|corrected|correction|final|finally|end(?:ed)? up|"
+    r"after all|instead|actually)\b|改到|改成|改为|现在|最后|调整|更正|修改后|新的",
+    re.IGNORECASE,
+)
+_STATES_CHANGE_RE = re.compile(
+    r"\b(?:correction|changed|moved|updated?|revised|instead|actually|rather)\b|,\s*not\s+\S|\bnot\s+\S+.*\bas\s+I\s+said"
+    r"|改到|改成|改为|更正|不是",
+    re.IGNORECASE,
+)
 # "What did Dana say about the budget?" asks for Dana's own words; "By when does Bob owe us the quote?"
 # names Bob as the subject, and someone else may well have said it.
 _SPEECH_RE = re.compile(
@@ -329,6 +341,7 @@ class Answerer:
         weights = {t: index.bm25.idf(t) for t in q_terms}
         total = sum(weights.values()) or 1.0
         wanted = expected_answer_types(question)
+        asks_change = bool(_ASKS_CHANGE_RE.search(question))
         candidates = self._candidates(meeting_id, tenant, hits)
         cosines: dict[str, float] = {}
         if query_vectors:
@@ -343,6 +356,8 @@ class Answerer:
                 overlap = sum(wt for t, wt in weights.items() if t in terms) / total
                 typed = any(_ANSWER_TYPES[name][1].search(sentence) for name in wanted)
                 score = w[0] * prior + w[1] * cosine + w[2] * overlap + (w[3] if typed else 0.0)
+                if asks_change and _STATES_CHANGE_RE.search(sentence):
+                    score += w[3]
                 if best is None or score > best[0] + 1e-12:
                     best = (score, segment, sentence, reason)
         assert best is not None

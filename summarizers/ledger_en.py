@@ -30,7 +30,8 @@ _ACTION_VERBS = (
     r"confirm|read|go through|think about|produce|do\s+(?:the|some|a|an|my|your|our|their)\b|"
     r"get\s+(?:hold|in\s+touch)|implement|evaluate|compile|collect|"
     r"gather|report|investigate|explore|buy|order|submit|send out|write up|put together|draw up|sketch|"
-    r"work together|put|save|take\s+(?:the\s+|some\s+)?(?:minutes|notes)|be\s+thinking\s+about|be\s+in\s+charge)")
+    r"work together|put|save|take\s+(?:the\s+|some\s+)?(?:minutes|notes)|be\s+thinking\s+about|be\s+in\s+charge|"
+    r"rewrite|redo|re-do|revise|clean\s+up|tidy\s+up|refresh|renew|sign)")
 _ROLE_NOUNS = (r"(?:designer|manager|expert|engineer|lead|developer|analyst|specialist|executive|director|"
                r"owner|team|department|marketing|finance|legal|sales|ops|support)")
 _NAME = r"(?:[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})"
@@ -87,6 +88,9 @@ _TODO_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
                              rf"investigate)))\s+{_ADVERBS}(?P<task>{_ACTION_VERBS}\b.*)", re.I)),
     ("speaker", re.compile(rf"^(?:(?:um|uh|okay|so|and|well|but)\W+)*I\s+(?:need\s+to|have\s+to|'ve\s+got\s+to)\s+"
                            rf"{_ADVERBS}(?P<task>{_ACTION_VERBS}\b.*)", re.I)),
+    # "Okay Rahul, please circulate the risk list by July 22nd." A request to a named person.
+    ("name", re.compile(rf"(?:^|[,.;]\s*)(?:(?:[Uu]m|[Uu]h|[Oo]kay|[Ss]o|[Aa]nd|[Ww]ell)\W+)*(?P<who>{_NAME}),?\s+"
+                        rf"please\s+{_ADVERBS}(?P<task>{_ACTION_VERBS}\b.*)")),
     ("name", re.compile(rf"(?:^|[,;]\s*|\band\s+|\bso\s+|\bthen\s+)(?:(?:um|uh|okay|and|so|well)\W+)*"
                         rf"(?P<who>(?:the\s+)?{_NAME}|the\s+(?:[a-z]+\s+)"
                         rf"{{0,2}}{_ROLE_NOUNS}){_THIRD_FUTURE}\s+(?:be\s+)?{_ADVERBS}"
