@@ -3,6 +3,8 @@
 `eval run` reads a needle meeting folder (`<name>.jsonl` and `<name>.needles.json`, as
 `meetmem.eval.needle_types.NeedleMeeting.write` leaves them) and prints the comparison of
 `meetmem.eval.needle_eval.evaluate`: a table, or one JSON object with `--json`. Progress goes to stderr.
+`eval report` generates and evaluates a grid of needle meetings (`meetmem.eval.needle_report`) and writes
+`report.json`, `report.md` and PNG plots into a folder.
 """
 
 from __future__ import annotations
@@ -25,6 +27,57 @@ def _positive(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return number
+
+
+def _hours_list(value: str) -> list[float]:
+    try:
+        hours = [float(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected hours separated by commas, not {value!r}") from None
+    if not hours or any(not (h > 0 and h < 1000) for h in hours):
+        raise argparse.ArgumentTypeError("every length must be a positive number of hours")
+    return hours
+
+
+def _langs_list(value: str) -> list[str]:
+    langs = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = [lang for lang in langs if lang not in ("en", "zh")]
+    if not langs or unknown:
+        raise argparse.ArgumentTypeError(f"languages are en and zh, separated by commas, not {value!r}")
+    return list(dict.fromkeys(langs))
+
+
+def report(args: argparse.Namespace, ctx: Any) -> int:
+    from meetmem.eval.needle_report import evaluate_grid, write_report
+    from meetmem.eval.run_info import checkout, machine_info
+    from meetmem.store.index.search import embedder_routes
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        sys.stderr.write(f"meetmem: error: {out} is not a folder\n")
+        return 2
+    say = None if ctx.quiet else note
+    s = ctx.settings
+    routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads, on_load=(
+        None if ctx.quiet else (lambda name: note(f"loading the {name} embedding model ..."))))
+    head, modified = checkout(["cloud", "store", "summarizers", "eval/needle_eval.py", "eval/baselines.py",
+                               "eval/needles.py", "eval/needle_report.py"])
+    results = evaluate_grid(out, hours=args.hours, langs=args.langs, seed=args.seed, k=args.k, budget=args.budget,
+                            routes=routes, progress=say)
+    header = {"evaluation": "needles_report", "machine": machine_info(),
+              "code": {"git_head": head, "modified_files": modified},
+              "grid": {"hours": args.hours, "langs": args.langs, "seed": args.seed, "k": args.k,
+                       "budget": args.budget}}
+    try:
+        written = write_report(out, results, header)
+    except ImportError as exc:
+        sys.stderr.write(f"meetmem: error: {exc}\n")
+        return 1
+    if say:
+        say(f"wrote {', '.join(p.name for p in written)} in {out}")
+    sys.stdout.write(str(out / "report.md") + "\n")
+    sys.stdout.flush()
+    return 0
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
@@ -93,3 +146,23 @@ def add_eval_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     p.add_argument("--budget", type=_positive, default=4000,
                    help="compiled prompt budget and sliding window size, in tokens (default: 4000)")
     p.set_defaults(func=run)
+
+    p = actions.add_parser(
+        "report", parents=[common], help="needle evaluation over generated meetings: report.json, report.md, plots",
+        description="Generate a seeded needle meeting for every language and length (written under "
+                    "OUT/meetings/), evaluate each as `eval run` does, and write OUT/report.json (every result), "
+                    "OUT/report.md (method x meeting recall@k and tokens per question, meetmem's exact answers, "
+                    "prefix reuse and latency, recall per layer and per needle kind) and PNG plots (recall and "
+                    "prompt tokens against meeting length, recall per layer, ask latency). Needs matplotlib "
+                    "(the eval extra). Progress on stderr; the path of report.md on stdout.",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the meetings, the report and the plots")
+    p.add_argument("--hours", type=_hours_list, default=[0.5, 1.0, 4.0], metavar="H[,H...]",
+                   help="meeting lengths in hours, separated by commas (default: 0.5,1,4)")
+    p.add_argument("--langs", type=_langs_list, default=["en", "zh"], metavar="LANG[,LANG...]",
+                   help="languages of the meetings, en and/or zh (default: en,zh)")
+    p.add_argument("--seed", type=int, default=7, help="seed of the generated meetings (default: 7)")
+    p.add_argument("--k", type=_positive, default=5, help="citations or hits that count for recall (default: 5)")
+    p.add_argument("--budget", type=_positive, default=4000,
+                   help="compiled prompt budget and sliding window size, in tokens (default: 4000)")
+    p.set_defaults(func=report)
