@@ -63,7 +63,7 @@ def evaluate_grid(out: Path, *, hours: Sequence[float], langs: Sequence[str], se
     return results
 
 
-def _num(value: Any, digits: int = 2) -> str:
+def _num(value: Any, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
