@@ -44,9 +44,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from .bench_summaries import DEFAULT_SEED, DEVICE, _hours, _note, append_range
+from .bench_summaries import DEFAULT_SEED, _hours, _note
 from .measure import Stopwatch, latency, patched
-from .planted_meeting import PlantedMeeting, generate_meeting
+from .planted_meeting import DEVICE, PlantedMeeting, append_range, generate_meeting
 from .run_info import checkout, machine_info
 from .search_timing import timed_build
 

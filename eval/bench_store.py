@@ -31,12 +31,11 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .measure import db_bytes, proc_status, rate, reset_peak_rss
+from .measure import SharedVectorEmbedder, db_bytes, proc_status, rate, reset_peak_rss
 from .run_info import checkout, machine_info
 from .search_timing import K, measure_search, timed_build
 from .store_corpus import Corpus, generate_corpus, pick_questions
@@ -47,42 +46,6 @@ DEFAULT_SEED = 20250304
 TARGET_INGEST_PER_S = 2000.0
 TARGET_HYBRID_P95_MS = 25.0
 TARGET_HYBRID_SIZE = 100_000
-
-
-class SharedVectorEmbedder:
-    """Wraps an embedder so that identical passage texts are embedded once and share that (real) vector.
-
-    Queries are never cached: `encode_query` always runs the model.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dim = inner.dim
-        self._cache: dict[str, Any] = {}
-        self.model_seconds = 0.0
-        self.texts_embedded = 0
-        self.texts_requested = 0
-
-    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> Any:
-        import numpy as np
-
-        texts = list(texts)
-        self.texts_requested += len(texts)
-        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if todo:
-            t0 = time.perf_counter()
-            vecs = self.inner.encode(todo, batch_size=batch_size)
-            self.model_seconds += time.perf_counter() - t0
-            self.texts_embedded += len(todo)
-            for t, v in zip(todo, vecs, strict=True):
-                self._cache[t] = v
-        if not texts:
-            return np.empty((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
-
-    def encode_query(self, text: str) -> Any:
-        return self.inner.encode_query(text)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -34,7 +34,6 @@ import argparse
 import json
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -42,62 +41,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .measure import latency
-from .planted_meeting import PlantedFact, PlantedMeeting, generate_meeting
+from .ask_under_load import ASK_QUESTIONS, LIVE_BATCH, ask_latency, ask_questions
+from .measure import SharedVectorEmbedder, latency
+from .planted_meeting import DEVICE, PlantedFact, PlantedMeeting, append_range, generate_meeting
 from .run_info import checkout, machine_info
 from .search_timing import timed_build
 
 DEFAULT_HOURS = (1.0, 4.0)
 DEFAULT_SEED = 7
-LIVE_BATCH = 20
 ROLLING_CHUNK_S = 300.0
 ROLLING_LINES = 8
-ASK_QUESTIONS = 20
 ASK_ROUNDS = 2
-FEED_INTERVAL_S = 0.2
-SUMMARY_PAUSE_S = 2.0  # cloud.service.ServiceOptions.summary_pause
-DEVICE = "glasses-01"
 #: Ledger kinds that can hold a planted fact (a glossary entry names a person or term, not a fact).
 FACT_KINDS = ("todo", "fact", "decision", "open_question")
-
-
-class ReusingEmbedder:
-    """Wraps an embedder; after `reuse` is set, a text it has embedded before gets that (real) vector again.
-
-    The live copy of a meeting holds the closed copy's texts: reusing their vectors keeps the live run's
-    figures about summarizing, not about embedding the same texts a second time. Queries always run the model.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.reuse = False
-        self.model_s = 0.0
-        self.texts_embedded = 0
-        self._cache: dict[str, Any] = {}
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> Any:
-        import numpy as np
-
-        texts = list(texts)
-        todo = [t for t in texts if not (self.reuse and t in self._cache)]
-        if todo:
-            t0 = time.perf_counter()
-            vectors = self.inner.encode(todo, batch_size=batch_size)
-            self.model_s += time.perf_counter() - t0
-            self.texts_embedded += len(todo)
-            for text, vector in zip(todo, vectors, strict=True):
-                self._cache[text] = vector
-        if not texts:
-            return np.empty((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
-
-    def encode_query(self, text: str) -> Any:
-        return self.inner.encode_query(text)
 
 
 def _note(ctx: Any, message: str) -> None:
@@ -105,17 +61,6 @@ def _note(ctx: Any, message: str) -> None:
         from meetmem.cli.progress import note
 
         note(message)
-
-
-def append_range(log: Any, meeting_id: str, tenant: str, meeting: PlantedMeeting, lo: int, hi: int) -> None:
-    """Append segments lo..hi-1 of the generated meeting (seq = their position) from one device."""
-    from meetmem.store.records import SegmentInput
-
-    items = [SegmentInput(seq=i, start=meeting.starts[i], end=meeting.ends[i], text=meeting.texts[i],
-                          speaker=meeting.speakers[i], lang="en") for i in range(lo, hi)]
-    result = log.append(meeting_id, DEVICE, items, tenant=tenant)
-    if result.new != len(items):
-        raise RuntimeError(f"append stored {result.new} of {len(items)} segments of {meeting_id}")
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -280,134 +225,6 @@ def live_run(log: Any, search: Any, digester: Any, meeting: PlantedMeeting, meet
     }, final
 
 
-def ask_questions(facts: Sequence[PlantedFact], n: int) -> list[PlantedFact]:
-    """Up to `n` facts spread over the meeting whose question only one planted fact answers."""
-    counts = Counter(f.question for f in facts)
-    unique = [f for f in facts if counts[f.question] == 1]
-    if len(unique) <= n:
-        return unique
-    step = len(unique) / n
-    return [unique[int(i * step)] for i in range(n)]
-
-
-def ask_latency(log: Any, search: Any, digester: Any, meeting_id: str, tenant: str,
-                questions: Sequence[PlantedFact], rounds: int, meeting: PlantedMeeting) -> dict[str, Any]:
-    """`Answerer.ask` latency idle and while another thread rebuilds every digest in a loop."""
-    from meetmem.cloud.answer import Answerer, question_kind
-    from meetmem.summarizers.digest import MeetingDigester
-    from meetmem.summarizers.extractive import ExtractiveSummarizer
-
-    answerer = Answerer(search, digests=digester.stored)
-    for fact in questions[:3]:
-        answerer.ask(meeting_id, fact.question, tenant=tenant)
-
-    def timed_round() -> tuple[list[float], int]:
-        walls: list[float] = []
-        right = 0
-        for _ in range(rounds):
-            for fact in questions:
-                t0 = time.perf_counter()
-                answer = answerer.ask(meeting_id, fact.question, tenant=tenant)
-                walls.append(time.perf_counter() - t0)
-                right += fact.answer in answer.answer
-        return walls, right
-
-    idle, right_idle = timed_round()
-    # The same stream twice, with and without the summarizer, so what the summaries cost the ask path is
-    # told apart from what appending and indexing a live meeting cost it.
-    fed, right_fed, _ = _asked_while_live(log, search, answerer, meeting, meeting_id, tenant, questions,
-                                          summarize=False)
-    live, right_live, updates = _asked_while_live(log, search, answerer, meeting, meeting_id, tenant, questions)
-
-    churner = MeetingDigester(log, search, ExtractiveSummarizer())
-    stop = threading.Event()
-    rebuilds = [0]
-    failure: list[BaseException] = []
-
-    def churn() -> None:
-        try:
-            while not stop.is_set():
-                churner.rebuild()
-                rebuilds[0] += 1
-        except BaseException as exc:  # reported in the figures, not lost in a thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=churn, name="bench-digest-rebuilds", daemon=True)
-    thread.start()
-    time.sleep(0.2)
-    try:
-        busy, right_busy = timed_round()
-    finally:
-        stop.set()
-        thread.join()
-    if failure:
-        raise RuntimeError(f"the background rebuild failed: {failure[0]!r}") from failure[0]
-    asked = len(questions) * rounds or 1
-    return {
-        "questions": len(questions),
-        "rounds": rounds,
-        "kinds": dict(Counter(question_kind(f.question) for f in questions)),
-        "idle": latency(idle),
-        "during_live_feed_without_summaries": {**latency(fed), "feed_interval_s": FEED_INTERVAL_S},
-        "during_live_summarizing": {**latency(live), "summary_updates": updates,
-                                    "feed_interval_s": FEED_INTERVAL_S, "summary_pause_s": SUMMARY_PAUSE_S},
-        "during_digest_rebuilds": {**latency(busy), "rebuilds_completed": rebuilds[0]},
-        "answers_holding_planted_value": {"idle": round(right_idle / asked, 3),
-                                          "during_live_feed": round(right_fed / max(len(fed), 1), 3),
-                                          "during_live": round(right_live / max(len(live), 1), 3),
-                                          "during": round(right_busy / asked, 3)},
-    }
-
-
-def _asked_while_live(log: Any, search: Any, answerer: Any, meeting: PlantedMeeting, meeting_id: str, tenant: str,
-                      questions: Sequence[PlantedFact], *, summarize: bool = True) -> tuple[list[float], int, int]:
-    """Ask about the closed meeting while a live copy streams in and the server's summarizer worker keeps
-    the live copy's digest current: the latencies, how many answers held the value, how many updates ran."""
-    from meetmem.cloud.indexer import BackgroundIndexer
-    from meetmem.summarizers.digest import MeetingDigester
-    from meetmem.summarizers.extractive import ExtractiveSummarizer
-
-    live_id = meeting_id + ("-streaming" if summarize else "-streaming-unsummarized")
-    digester = MeetingDigester(log, search, ExtractiveSummarizer())
-    updates = [0]
-
-    def summarize(t: str, m: str) -> None:
-        digester.update(m, tenant=t)
-        updates[0] += 1
-
-    worker = BackgroundIndexer(summarize, name="bench-summarizer", pause=SUMMARY_PAUSE_S)
-    worker.start()
-    done = threading.Event()
-
-    def feed() -> None:
-        try:
-            for lo in range(0, len(meeting), LIVE_BATCH):
-                append_range(log, live_id, tenant, meeting, lo, min(lo + LIVE_BATCH, len(meeting)))
-                search.meeting_index(live_id, tenant=tenant)
-                if summarize:
-                    worker.notify(tenant, live_id)
-                time.sleep(FEED_INTERVAL_S)  # the pace of devices sending, not a wait for a result
-        finally:
-            done.set()
-
-    feeder = threading.Thread(target=feed, name="bench-live-feed", daemon=True)
-    feeder.start()
-    walls: list[float] = []
-    right = 0
-    try:
-        while not done.is_set():
-            for fact in questions:
-                t0 = time.perf_counter()
-                answer = answerer.ask(meeting_id, fact.question, tenant=tenant)
-                walls.append(time.perf_counter() - t0)
-                right += fact.answer in answer.answer
-    finally:
-        feeder.join()
-        worker.wait_idle(120)
-        worker.stop()
-    return walls, right, updates[0]
-
-
 # ------------------------------------------------------------------------------------------------------
 # One length.
 # ------------------------------------------------------------------------------------------------------
@@ -445,7 +262,7 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, *, bat
         search = TranscriptSearch(log, routes)
         if embedder is not None:
             embedder.reuse = False
-            model_s0, texts0 = embedder.model_s, embedder.texts_embedded
+            model_s0, texts0 = embedder.model_seconds, embedder.texts_embedded
         build = timed_build(search, closed_id, tenant)
         cost: dict[str, Any] = {
             "embed_s": build["vectors_s"] if embedder is not None else None,
@@ -453,7 +270,7 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, *, bat
             "index_build_breakdown_s": build,
             "embedding": None if embedder is None else {
                 "model": embedder.name, "texts_embedded": embedder.texts_embedded - texts0,
-                "model_s": round(embedder.model_s - model_s0, 3)},
+                "model_s": round(embedder.model_seconds - model_s0, 3)},
         }
         _note(ctx, f"{label} digesting the closed meeting ...")
         digester = MeetingDigester(log, search, ExtractiveSummarizer())
@@ -513,7 +330,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     s = ctx.settings
     routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads)
     if routes is not None:
-        routes = EmbedderRoutes(ReusingEmbedder(routes.default), routes.by_lang)
+        routes = EmbedderRoutes(SharedVectorEmbedder(routes.default, reuse=False), routes.by_lang)
         _note(ctx, f"loading the {s.embedder} embedding model ...")
         t0 = time.perf_counter()
         routes.default.encode_query("warm up")

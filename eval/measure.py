@@ -1,5 +1,5 @@
 """Measuring tools for the benchmarks: wall and CPU latency percentiles, per-phase stopwatches, preemptions,
-peak memory and database size."""
+peak memory and database size, and an embedder wrapper that embeds each passage text once."""
 
 from __future__ import annotations
 
@@ -13,6 +13,45 @@ from typing import Any
 # ------------------------------------------------------------------------------------------------------
 # Measuring.
 # ------------------------------------------------------------------------------------------------------
+
+
+class SharedVectorEmbedder:
+    """Wraps an embedder so that identical passage texts are embedded once and share that (real) vector.
+
+    Queries are never cached: `encode_query` always runs the model. With `reuse` off, every text is sent
+    to the model (and remembered), so a first pass measures embedding honestly and a later pass over the
+    same texts (`reuse` on) measures everything but embedding.
+    """
+
+    def __init__(self, inner: Any, *, reuse: bool = True) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.reuse = reuse
+        self._cache: dict[str, Any] = {}
+        self.model_seconds = 0.0
+        self.texts_embedded = 0
+        self.texts_requested = 0
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> Any:
+        import numpy as np
+
+        texts = list(texts)
+        self.texts_requested += len(texts)
+        todo = list(dict.fromkeys(t for t in texts if t not in self._cache)) if self.reuse else texts
+        if todo:
+            t0 = time.perf_counter()
+            vecs = self.inner.encode(todo, batch_size=batch_size)
+            self.model_seconds += time.perf_counter() - t0
+            self.texts_embedded += len(todo)
+            for t, v in zip(todo, vecs, strict=True):
+                self._cache[t] = v
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+    def encode_query(self, text: str) -> Any:
+        return self.inner.encode_query(text)
 
 
 class Stopwatch:

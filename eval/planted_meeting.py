@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from .store_corpus import COMPANIES, MONTHS, NAMES, WEEKDAYS
 
@@ -289,3 +290,18 @@ def generate_meeting(hours: float, seed: int) -> PlantedMeeting:
             clock += duration + gap
         meeting.topics.append((topic.name, round(block_start, 2), round(clock, 2)))
     return meeting
+
+
+#: The device id a planted meeting is appended as.
+DEVICE = "glasses-01"
+
+
+def append_range(log: Any, meeting_id: str, tenant: str, meeting: PlantedMeeting, lo: int, hi: int) -> None:
+    """Append segments lo..hi-1 of the generated meeting (seq = their position) from one device."""
+    from meetmem.store.records import SegmentInput
+
+    items = [SegmentInput(seq=i, start=meeting.starts[i], end=meeting.ends[i], text=meeting.texts[i],
+                          speaker=meeting.speakers[i], lang="en") for i in range(lo, hi)]
+    result = log.append(meeting_id, DEVICE, items, tenant=tenant)
+    if result.new != len(items):
+        raise RuntimeError(f"append stored {result.new} of {len(items)} segments of {meeting_id}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from meetmem.eval.needle_talk import add_noise
+from meetmem.eval.needle_noise import add_noise
 from meetmem.eval.needle_types import NEEDLE_KINDS, NeedleMeeting
 from meetmem.eval.needles import generate, zh_number
 from meetmem.store.interchange import read_jsonl
