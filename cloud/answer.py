@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
 from meetmem.store.log import DEFAULT_TENANT
 from meetmem.store.records import MeetingDigest, Segment
+from meetmem.store.timecode import format_time
 from meetmem.summarizers.extractive import sentences
 
 from .overview import overview_answer
@@ -174,14 +175,6 @@ def question_kind(question: str) -> AnswerKind:
 def expected_answer_types(question: str) -> list[str]:
     """Which kinds of value the question asks for ("when" -> date, "how much" -> money, ...)."""
     return [name for name, (asks, _) in _ANSWER_TYPES.items() if asks.search(question)]
-
-
-def format_time(seconds: float) -> str:
-    """`MM:SS` (or `H:MM:SS` past the hour), the way a player shows a position."""
-    total = int(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
 class Answerer:

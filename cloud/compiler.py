@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from meetmem.store.records import LedgerItem, SectionSummary, Segment, SummaryLine
+from meetmem.store.timecode import format_time as clock
 
 from .tokens import count_tokens
 
@@ -166,13 +167,6 @@ class CompiledPrompt:
 
 
 # -- rendering --------------------------------------------------------------------------------------------
-def clock(seconds: float) -> str:
-    total = int(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
-
-
 def segment_line(segment: Segment, handle: int) -> str:
     who = f" {segment.speaker}" if segment.speaker else ""
     return f"[#{handle} {clock(segment.start)}{who}] {segment.text}"

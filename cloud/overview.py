@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from meetmem.store.records import LedgerItem, MeetingDigest, Segment, SummaryLine
+from meetmem.store.timecode import format_time
 
 from .tokens import count_tokens
 
@@ -32,14 +33,8 @@ def overview_focus(question: str) -> list[str]:
     return [kind for kind, pattern in _FOCUS if pattern.search(question)]
 
 
-def _clock(seconds: float) -> str:
-    from .answer import format_time
-
-    return format_time(seconds)
-
-
 def _item_line(item: LedgerItem, replaced: Mapping[str, LedgerItem]) -> str:
-    when = _clock(item.source.start)
+    when = format_time(item.source.start)
     if item.kind == "todo":
         who = item.owner or "someone"
         due = f", due {item.due}" + (f" ({item.due_date})" if item.due_date else "") if item.due else ""
@@ -48,7 +43,7 @@ def _item_line(item: LedgerItem, replaced: Mapping[str, LedgerItem]) -> str:
         line = f"- {item.text} ({when})"
     old = replaced.get(item.id)
     if old is not None:
-        line += f"; this changed what was said at {_clock(old.source.start)}"
+        line += f"; this changed what was said at {format_time(old.source.start)}"
     return line
 
 
@@ -90,7 +85,7 @@ def overview_answer(
     else:
         if not digest.l2:
             return None
-        text = "In short:\n" + "\n".join(f"- {line.text} ({_clock(line.source.start)})" for line in digest.l2)
+        text = "In short:\n" + "\n".join(f"- {line.text} ({format_time(line.source.start)})" for line in digest.l2)
         parts.append(text)
         blocks.append(("summary: L2", count_tokens(text), "pinned"))
         cited.extend(_first_ids(digest.l2))
@@ -103,7 +98,7 @@ def overview_answer(
     if not parts:
         return None
     if not digest.final and digest.open_from is not None:
-        note = f"(The meeting is still going; the part since {_clock(digest.open_from)} is not summarized yet.)"
+        note = f"(The meeting is still going; the part since {format_time(digest.open_from)} is not summarized yet.)"
         parts.append(note)
     ordered = list(dict.fromkeys(cited))
     found = segments(ordered)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .chat import ChatReply, PromptTooLong, _count, _error_text, _prompt_too_long, _snippet
+from .chat import ChatReply, PromptTooLong, error_text, prompt_too_long, reported_count, snippet
 from .errors import LLM_INSTALL_HINT, ChatError
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class AnthropicChat:
             raise ChatError(f"the request to the Anthropic API at {self.url} failed: {exc}", url=self.url) from exc
         if response.status_code >= 400:
             message = self._status_message(response)
-            too_long = _prompt_too_long(response)
+            too_long = prompt_too_long(response)
             if too_long is not None:
                 limit, prompt_tokens = too_long
                 window = f" of {limit} tokens" if limit is not None else ""
@@ -149,7 +149,7 @@ class AnthropicChat:
 
     def _status_message(self, response: httpx.Response) -> str:
         status = response.status_code
-        message = f"the Anthropic API at {self.url} answered HTTP {status}: {_error_text(response)}"
+        message = f"the Anthropic API at {self.url} answered HTTP {status}: {error_text(response)}"
         if status in (401, 403):
             message += " (check the API key, sent as x-api-key)"
         elif status == 404:
@@ -165,24 +165,24 @@ class AnthropicChat:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ChatError(f"the Anthropic API at {self.url} answered with a body that is not JSON: "
-                            f"{_snippet(response.text)!r}", url=self.url) from exc
+                            f"{snippet(response.text)!r}", url=self.url) from exc
         content = data.get("content") if isinstance(data, dict) else None
         if not isinstance(content, list):
             raise ChatError(f"the Anthropic API at {self.url} answered with something that is not a message: "
-                            f"{_snippet(response.text)!r}", url=self.url)
+                            f"{snippet(response.text)!r}", url=self.url)
         texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
                  and isinstance(b.get("text"), str)]
         if not texts:
             raise ChatError(f"the Anthropic API at {self.url} answered a message without text: "
-                            f"{_snippet(response.text)!r}", url=self.url)
+                            f"{snippet(response.text)!r}", url=self.url)
         if data.get("stop_reason") == "max_tokens":
             logger.warning("the Anthropic API stopped at max_tokens=%d; the reply may be cut short", self.max_tokens)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        fresh = _count(usage.get("input_tokens"))
-        read = _count(usage.get("cache_read_input_tokens"))
-        created = _count(usage.get("cache_creation_input_tokens"))
+        fresh = reported_count(usage.get("input_tokens"))
+        read = reported_count(usage.get("cache_read_input_tokens"))
+        created = reported_count(usage.get("cache_creation_input_tokens"))
         prompt = None if fresh is None else fresh + (read or 0) + (created or 0)
-        return AnthropicReply("".join(texts), prompt, _count(usage.get("output_tokens")), read, created)
+        return AnthropicReply("".join(texts), prompt, reported_count(usage.get("output_tokens")), read, created)
 
 
 def system_blocks(messages: Sequence[Mapping[str, Any]],

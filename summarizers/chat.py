@@ -148,11 +148,7 @@ class OpenAIChat:
             ChatError: the server cannot be reached, times out, answers with an HTTP error, or answers
                 with something that is not a chat completion.
         """
-        if not self.system_role:
-            messages = fold_system(messages)
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
+        body = self._request(fold_system(messages) if not self.system_role else messages)
         httpx = self._httpx
         try:
             response = self._client.post(self.url, json=body)
@@ -165,7 +161,7 @@ class OpenAIChat:
         except httpx.HTTPError as exc:
             raise ChatError(f"the request to the chat model at {self.url} failed: {exc}", url=self.url) from exc
         if response.status_code >= 400:
-            too_long = _prompt_too_long(response)
+            too_long = prompt_too_long(response)
             if too_long is not None:
                 limit, prompt_tokens = too_long
                 window = f" of {limit} tokens" if limit is not None else ""
@@ -188,7 +184,7 @@ class OpenAIChat:
 
     def _status_message(self, response: httpx.Response) -> str:
         status = response.status_code
-        message = f"the chat model at {self.url} answered HTTP {status}: {_error_text(response)}"
+        message = f"the chat model at {self.url} answered HTTP {status}: {error_text(response)}"
         if status in (401, 403):
             message += " (check the API key)"
         elif status == 404:
@@ -197,29 +193,46 @@ class OpenAIChat:
             message += " (rate limited: try again later)"
         return message
 
-    def _reply(self, response: httpx.Response) -> ChatReply:
+    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """The request body (a subclass adds to it, as the tool-offering client adds its tools)."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        return body
+
+    def _completion(self, response: httpx.Response) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+        """The reply's JSON, its first choice and that choice's message (None when it has none)."""
         try:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ChatError(f"the chat model at {self.url} answered with a body that is not JSON: "
-                            f"{_snippet(response.text)!r}", url=self.url) from exc
+                            f"{snippet(response.text)!r}", url=self.url) from exc
         if not isinstance(data, dict):
             raise ChatError(f"the chat model at {self.url} answered JSON that is not a chat completion: "
-                            f"{_snippet(response.text)!r}", url=self.url)
+                            f"{snippet(response.text)!r}", url=self.url)
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
-            raise ChatError(f"the chat model at {self.url} answered with no choices: {_snippet(response.text)!r}",
+            raise ChatError(f"the chat model at {self.url} answered with no choices: {snippet(response.text)!r}",
                             url=self.url)
         first = choices[0] if isinstance(choices[0], dict) else {}
         message = first.get("message")
-        text = message.get("content") if isinstance(message, dict) else None
+        return data, first, message if isinstance(message, dict) else None
+
+    @staticmethod
+    def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
+        """The prompt and completion token counts the server reported."""
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return reported_count(usage.get("prompt_tokens")), reported_count(usage.get("completion_tokens"))
+
+    def _reply(self, response: httpx.Response) -> ChatReply:
+        data, first, message = self._completion(response)
+        text = message.get("content") if message is not None else None
         if not isinstance(text, str):
             raise ChatError(f"the chat model at {self.url} answered a choice without message content: "
-                            f"{_snippet(response.text)!r}", url=self.url)
+                            f"{snippet(response.text)!r}", url=self.url)
         if first.get("finish_reason") == "length":
             logger.warning("the chat model at %s stopped at its token limit; the reply may be cut short", self.url)
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return ChatReply(text, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+        return ChatReply(text, *self._usage(data))
 
 
 def fold_system(messages: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -237,7 +250,7 @@ def fold_system(messages: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{"role": "user", "content": head}, *rest]
 
 
-def _error_text(response: httpx.Response) -> str:
+def error_text(response: httpx.Response) -> str:
     """The server's own explanation: OpenAI's `error.message`, FastAPI's `detail`, or the body's start."""
     try:
         data = response.json()
@@ -246,14 +259,14 @@ def _error_text(response: httpx.Response) -> str:
     if isinstance(data, dict):
         error = data.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _snippet(error["message"])
+            return snippet(error["message"])
         for key in ("error", "detail", "message"):
             if isinstance(data.get(key), str):
-                return _snippet(data[key])
-    return _snippet(response.text) or response.reason_phrase or "no explanation"
+                return snippet(data[key])
+    return snippet(response.text) or response.reason_phrase or "no explanation"
 
 
-def _prompt_too_long(response: httpx.Response) -> tuple[int | None, int | None] | None:
+def prompt_too_long(response: httpx.Response) -> tuple[int | None, int | None] | None:
     """`(limit, prompt_tokens)` when the error answer says the prompt overflowed the context, else None.
 
     Either number is None when the server did not state it. Structured fields (the llama.cpp server's
@@ -274,8 +287,8 @@ def _prompt_too_long(response: httpx.Response) -> tuple[int | None, int | None] 
         said = response.text
     if not _PROMPT_TOO_LONG_RE.search(said):
         return None
-    limit = _count(fields.get("n_ctx")) or _first_number(_LIMIT_RES, said)
-    prompt_tokens = _count(fields.get("n_prompt_tokens")) or _first_number(_PROMPT_TOKENS_RES, said)
+    limit = reported_count(fields.get("n_ctx")) or _first_number(_LIMIT_RES, said)
+    prompt_tokens = reported_count(fields.get("n_prompt_tokens")) or _first_number(_PROMPT_TOKENS_RES, said)
     return limit, prompt_tokens
 
 
@@ -287,10 +300,11 @@ def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | Non
     return None
 
 
-def _snippet(text: str) -> str:
+def snippet(text: str, limit: int = _ERROR_TEXT_CHARS) -> str:
+    """`text` on one line, cut to `limit` characters: how a server's reply is quoted in a message."""
     text = " ".join(text.split())
-    return text if len(text) <= _ERROR_TEXT_CHARS else text[: _ERROR_TEXT_CHARS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _count(value: object) -> int | None:
+def reported_count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .chat import ChatReply, OpenAIChat, _count, _snippet
+from .chat import ChatReply, OpenAIChat, snippet
 from .errors import ChatError
 
 if TYPE_CHECKING:
@@ -51,20 +51,6 @@ class ToolReply(ChatReply):
     tool_calls: tuple[ToolCall, ...] = ()
 
 
-class _WithTools:
-    """The client's HTTP pool, adding the tool definitions to every request body."""
-
-    def __init__(self, client: httpx.Client, tools: list[dict[str, Any]]) -> None:
-        self._client = client
-        self._tools = tools
-
-    def post(self, url: str, *, json: dict[str, Any]) -> httpx.Response:  # noqa: A002 (httpx's name)
-        return self._client.post(url, json={**json, "tools": self._tools})
-
-    def close(self) -> None:
-        self._client.close()
-
-
 class OpenAIToolChat(OpenAIChat):
     """`OpenAIChat` offering tools (by default `expand`); its replies are `ToolReply`s.
 
@@ -74,29 +60,23 @@ class OpenAIToolChat(OpenAIChat):
     def __init__(self, *args: Any, tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.tools = tools if tools is not None else [EXPAND_TOOL]
-        self._client = _WithTools(self._client, self.tools)  # type: ignore[assignment]
+
+    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        return {**super()._request(messages), "tools": self.tools}
 
     def _reply(self, response: httpx.Response) -> ChatReply:
-        try:
-            data = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ChatError(f"the chat model at {self.url} answered with a body that is not JSON: "
-                            f"{_snippet(response.text)!r}", url=self.url) from exc
-        choices = data.get("choices") if isinstance(data, dict) else None
-        first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
-        message = first.get("message") if first is not None else None
-        if not isinstance(message, dict):
-            raise ChatError(f"the chat model at {self.url} answered with no message: {_snippet(response.text)!r}",
+        data, _, message = self._completion(response)
+        if message is None:
+            raise ChatError(f"the chat model at {self.url} answered with no message: {snippet(response.text)!r}",
                             url=self.url)
         calls = tuple(_calls(message.get("tool_calls")))
         text = message.get("content")
         if not isinstance(text, str):
             if not calls:
                 raise ChatError(f"the chat model at {self.url} answered a choice without content or tool calls: "
-                                f"{_snippet(response.text)!r}", url=self.url)
+                                f"{snippet(response.text)!r}", url=self.url)
             text = ""
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return ToolReply(text, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), calls)
+        return ToolReply(text, *self._usage(data), calls)
 
 
 def _calls(raw: object) -> list[ToolCall]:

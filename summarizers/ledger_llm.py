@@ -28,11 +28,11 @@ from typing import Any
 
 from meetmem.store.records import LedgerItem, Segment, Source
 
-from .chat import ChatModel
+from .chat import ChatModel, snippet
 from .dates import resolve_due
 from .errors import SummarizerError
 from .ledger import IncrementalLedger, item_id
-from .llm import _FENCE_RE, _clock, _one_line, _snippet
+from .llm import FENCE_RE, one_line, prompt_clock
 from .validation import check_line
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class _Chunk:
 
     @property
     def where(self) -> str:
-        return f"{_clock(self.segments[0].start)}-{_clock(self.segments[-1].end)}"
+        return f"{prompt_clock(self.segments[0].start)}-{prompt_clock(self.segments[-1].end)}"
 
 
 class LLMLedger:
@@ -213,7 +213,7 @@ class LLMLedger:
 
 def _numbered(segments: Sequence[Segment]) -> str:
     return "\n".join(
-        f"[{n}] ({_clock(s.start)}{', ' + s.speaker if s.speaker else ''}) {_one_line(s.text)}"
+        f"[{n}] ({prompt_clock(s.start)}{', ' + s.speaker if s.speaker else ''}) {one_line(s.text)}"
         for n, s in enumerate(segments, 1)
     )
 
@@ -221,15 +221,15 @@ def _numbered(segments: Sequence[Segment]) -> str:
 # -- the model's answer -----------------------------------------------------------------------------------
 def _parse_reply(text: str) -> list[Any]:
     """The raw items of a reply `{"items": [...]}`, tolerating a code fence or a sentence around the JSON."""
-    fenced = _FENCE_RE.search(text)
+    fenced = FENCE_RE.search(text)
     body = fenced.group(1) if fenced else text
     start, end = body.find("{"), body.rfind("}")
     if start < 0 or end < start:
-        raise _Rejected(f"the reply is not JSON: {_snippet(text)!r}")
+        raise _Rejected(f"the reply is not JSON: {snippet(text, 120)!r}")
     try:
         data = json.loads(body[start: end + 1])
     except json.JSONDecodeError as exc:
-        raise _Rejected(f"the reply is not valid JSON ({exc.msg}): {_snippet(text)!r}") from exc
+        raise _Rejected(f"the reply is not valid JSON ({exc.msg}): {snippet(text, 120)!r}") from exc
     items = data.get("items") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise _Rejected('the reply has no "items" list')
@@ -239,7 +239,7 @@ def _parse_reply(text: str) -> list[Any]:
 def _vetted(draft: Any, chunk: _Chunk, meeting_date: dt.date | None) -> LedgerItem:
     """The draft as a ledger item citing its chunk's segments, or `_Rejected` saying why it cannot be one."""
     if not isinstance(draft, dict):
-        raise _Rejected(f"is {_snippet(json.dumps(draft, ensure_ascii=False), 60)}, not an object")
+        raise _Rejected(f"is {snippet(json.dumps(draft, ensure_ascii=False), 60)}, not an object")
     kind = draft.get("kind")
     if kind not in LLM_KINDS:
         raise _Rejected(f"has kind {kind!r}, not one of {', '.join(LLM_KINDS)}")
@@ -288,7 +288,7 @@ def _field(draft: dict[str, Any], name: str) -> str | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
-        raise _Rejected(f"has {name} {_snippet(json.dumps(value, ensure_ascii=False), 60)}, not a string")
+        raise _Rejected(f"has {name} {snippet(json.dumps(value, ensure_ascii=False), 60)}, not a string")
     return " ".join(value.split()) or None
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from meetmem.store.records import Section, SectionSummary, Segment, Source, SummaryLine
 
 from .base import Summarizer
-from .chat import ChatModel
+from .chat import ChatModel, snippet
 from .errors import SummarizerError
 from .validation import check_citations, check_line
 
@@ -52,7 +52,7 @@ L2_INSTRUCTIONS = (
     + _REPLY_FORMAT
 )
 
-_FENCE_RE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+FENCE_RE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +93,7 @@ class LLMSummarizer:
         if not segments:
             return self.fallback.summarize_section(section, segments)
         numbered = "\n".join(
-            f"[{n}] ({_clock(s.start)}{', ' + s.speaker if s.speaker else ''}) {_one_line(s.text)}"
+            f"[{n}] ({prompt_clock(s.start)}{', ' + s.speaker if s.speaker else ''}) {one_line(s.text)}"
             for n, s in enumerate(segments, 1)
         )
         messages = [
@@ -122,7 +122,7 @@ class LLMSummarizer:
         if not l1_lines:
             return self.fallback.summarize_meeting(sections, segments)
         numbered = "\n".join(
-            f"[{n}] ({_clock(line.source.start)}) {_one_line(line.text)}" for n, line in enumerate(l1_lines, 1)
+            f"[{n}] ({prompt_clock(line.source.start)}) {one_line(line.text)}" for n, line in enumerate(l1_lines, 1)
         )
         messages = [
             {"role": "system", "content": L2_INSTRUCTIONS.replace("{max_lines}", str(self.l2_max_lines))},
@@ -181,15 +181,16 @@ class LLMSummarizer:
 def _parse_reply(text: str) -> list[_DraftLine]:
     """The lines of a model's answer: `{"lines": [{"text": ..., "cite": [n, ...]}]}`, tolerating a code
     fence or a sentence around the JSON. Raises `_Rejected` when it is not that."""
-    fenced = _FENCE_RE.search(text)
+    fenced = FENCE_RE.search(text)
     body = fenced.group(1) if fenced else text
     start, end = body.find("{"), body.rfind("}")
     if start < 0 or end < start:
-        raise _Rejected(f"llm summary rejected: the reply is not JSON: {_snippet(text)!r}")
+        raise _Rejected(f"llm summary rejected: the reply is not JSON: {snippet(text, 120)!r}")
     try:
         data = json.loads(body[start: end + 1])
     except json.JSONDecodeError as exc:
-        raise _Rejected(f"llm summary rejected: the reply is not valid JSON ({exc.msg}): {_snippet(text)!r}") from exc
+        raise _Rejected(f"llm summary rejected: the reply is not valid JSON ({exc.msg}): "
+                        f"{snippet(text, 120)!r}") from exc
     items = data.get("lines") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise _Rejected('llm summary rejected: the reply has no "lines" list')
@@ -216,16 +217,14 @@ def _parse_reply(text: str) -> list[_DraftLine]:
     return drafts
 
 
-def _clock(seconds: float) -> str:
+def prompt_clock(seconds: float) -> str:
     """MM:SS from the meeting's start (minutes run past 59 in a long meeting)."""
     whole = max(int(seconds), 0)
     return f"{whole // 60:02d}:{whole % 60:02d}"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _snippet(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+

@@ -13,6 +13,8 @@ import time
 from importlib import resources
 from pathlib import Path
 
+from meetmem.store.timecode import format_time
+
 from .context import CommandContext
 from .progress import StderrProgress, note
 from .store_commands import emit_json
@@ -70,7 +72,7 @@ def _run_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
             print(f"\nQ: {answer.question}")
             print(f"A: {answer.answer}")
             top = answer.citations[0]
-            print(f"   play back at {_clock(top.start)}-{_clock(top.end)} · {ms:.0f} ms · "
+            print(f"   play back at {format_time(top.start)}-{format_time(top.end)} · {ms:.0f} ms · "
                   f"expected {item['expected']!r}: {'found' if ok else 'NOT found'}")
     note("[5/5] summarizing: topic sections, L1 and L2, and the ledger of decisions and todos")
     started = time.perf_counter()
@@ -85,16 +87,10 @@ def _run_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
     else:
         print("\nSummary (L2):")
         for line in digest.l2:
-            print(f"   [{_clock(line.source.start)}] {line.text}")
+            print(f"   [{format_time(line.source.start)}] {line.text}")
         print(f"\nQ: {overview.question}\nA: {overview.answer}")
         print(f"\n{found} of {len(questions)} answers hold the expected value.")
     return 0 if found == len(questions) else 1
-
-
-def _clock(seconds: float) -> str:
-    from meetmem.cloud.answer import format_time
-
-    return format_time(seconds)
 
 
 def add_demo_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

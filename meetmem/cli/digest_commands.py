@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from meetmem.store.timecode import format_time
+
 from .context import CommandContext
 from .store_commands import emit_json
-
-
-def _clock(seconds: float) -> str:
-    from meetmem.cloud.answer import format_time
-
-    return format_time(seconds)
 
 
 def cmd_summary(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -22,13 +18,13 @@ def cmd_summary(args: argparse.Namespace, ctx: CommandContext) -> int:
     state = "closed" if digest.final else "in progress"
     print(f"{args.meeting_id} ({state}): {len(digest.sections)} sections")
     for line in digest.l2:
-        print(f"  [{_clock(line.source.start)}] {line.text}")
+        print(f"  [{format_time(line.source.start)}] {line.text}")
     if args.sections:
         for summary in digest.sections:
             s = summary.section
-            print(f"\n§{s.index + 1} [{_clock(s.start)}-{_clock(s.end)}] ({s.closed_by})")
+            print(f"\n§{s.index + 1} [{format_time(s.start)}-{format_time(s.end)}] ({s.closed_by})")
             for line in summary.lines:
-                print(f"  [{_clock(line.source.start)}] {line.text}")
+                print(f"  [{format_time(line.source.start)}] {line.text}")
     return 0
 
 
@@ -49,7 +45,7 @@ def cmd_ledger(args: argparse.Namespace, ctx: CommandContext) -> int:
         print(f"{title}:")
         for item in items:
             mark = "  " if item["status"] == "current" else "  (superseded) "
-            print(f"{mark}[{_clock(item['source']['start'])}] {item['text']}")
+            print(f"{mark}[{format_time(item['source']['start'])}] {item['text']}")
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from meetmem.store.errors import InvalidSegment
+from meetmem.store.timecode import format_time
 
 from .context import CommandContext
 from .progress import StderrProgress, note
@@ -16,12 +17,6 @@ from .progress import StderrProgress, note
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-
-
-def _clock(seconds: float) -> str:
-    from meetmem.cloud.answer import format_time
-
-    return format_time(seconds)
 
 
 def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -56,7 +51,7 @@ def cmd_segments(args: argparse.Namespace, ctx: CommandContext) -> int:
     else:
         for s in rows:
             who = f"{s.speaker}: " if s.speaker else ""
-            print(f"[{_clock(s.start)}-{_clock(s.end)}] {who}{s.text}")
+            print(f"[{format_time(s.start)}-{format_time(s.end)}] {who}{s.text}")
     return 0
 
 
@@ -74,7 +69,7 @@ def cmd_search(args: argparse.Namespace, ctx: CommandContext) -> int:
         for rank, h in enumerate(hits, start=1):
             s = h.segment
             who = f"{s.speaker}: " if s.speaker else ""
-            print(f"{rank:2d}. [{_clock(s.start)}] {who}{s.text}")
+            print(f"{rank:2d}. [{format_time(s.start)}] {who}{s.text}")
     return 0
 
 
@@ -121,7 +116,7 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
             print(f"Q: {answer.question}\nA: {answer.answer}")
             for c in answer.citations[:3]:
                 who = f"{c.speaker}: " if c.speaker else ""
-                print(f"   [{_clock(c.start)}-{_clock(c.end)}] {who}{c.text}")
+                print(f"   [{format_time(c.start)}-{format_time(c.end)}] {who}{c.text}")
             if args.explain:
                 for block in answer.manifest:
                     print(f"   · {block.block}: {block.tokens} tokens ({block.reason})")
