@@ -32,7 +32,7 @@ from .chat import ChatModel, snippet
 from .dates import resolve_due
 from .errors import SummarizerError
 from .ledger import IncrementalLedger, item_id
-from .llm import FENCE_RE, one_line, prompt_clock
+from .llm import FENCE_RE, numbered_segments, prompt_clock
 from .validation import check_line
 
 logger = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ class LLMLedger:
                 size = 0
             groups[-1].append(segment)
             size += words
-        return [_Chunk(tuple(group), _numbered(group)) for group in groups if group]
+        return [_Chunk(tuple(group), numbered_segments(group)) for group in groups if group]
 
     def _ask(self, chunk: _Chunk) -> tuple[str, bool]:
         """The model's reply to the chunk, and whether it is fresh (else remembered from an earlier call)."""
@@ -209,13 +209,6 @@ class LLMLedger:
             while len(self._replies) > _CACHE_CHUNKS:
                 self._replies.popitem(last=False)
         return reply.text, True
-
-
-def _numbered(segments: Sequence[Segment]) -> str:
-    return "\n".join(
-        f"[{n}] ({prompt_clock(s.start)}{', ' + s.speaker if s.speaker else ''}) {one_line(s.text)}"
-        for n, s in enumerate(segments, 1)
-    )
 
 
 # -- the model's answer -----------------------------------------------------------------------------------

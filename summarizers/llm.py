@@ -92,10 +92,7 @@ class LLMSummarizer:
     def summarize_section(self, section: Section, segments: Sequence[Segment]) -> SectionSummary:
         if not segments:
             return self.fallback.summarize_section(section, segments)
-        numbered = "\n".join(
-            f"[{n}] ({prompt_clock(s.start)}{', ' + s.speaker if s.speaker else ''}) {one_line(s.text)}"
-            for n, s in enumerate(segments, 1)
-        )
+        numbered = numbered_segments(segments)
         messages = [
             {"role": "system", "content": L1_INSTRUCTIONS.replace("{max_lines}", str(self.max_lines))},
             {"role": "user", "content": numbered},
@@ -221,6 +218,14 @@ def prompt_clock(seconds: float) -> str:
     """MM:SS from the meeting's start (minutes run past 59 in a long meeting)."""
     whole = max(int(seconds), 0)
     return f"{whole // 60:02d}:{whole % 60:02d}"
+
+
+def numbered_segments(segments: Sequence[Segment]) -> str:
+    """The segments as the model sees them, one a line: `[n] (MM:SS, speaker) text`, numbered from 1."""
+    return "\n".join(
+        f"[{n}] ({prompt_clock(s.start)}{', ' + s.speaker if s.speaker else ''}) {one_line(s.text)}"
+        for n, s in enumerate(segments, 1)
+    )
 
 
 def one_line(text: str) -> str:
