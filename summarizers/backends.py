@@ -15,25 +15,6 @@ if TYPE_CHECKING:
 BACKENDS = ("extractive", "llm")
 
 
-def make_summarizer(
-    backend: str,
-    *,
-    llm_url: str | None = None,
-    llm_model: str | None = None,
-    llm_api_key: str | None = None,
-    llm_timeout: float = 60.0,
-) -> Summarizer:
-    """The summarizer named by `backend`: `extractive` (the default, no model) or `llm` (an
-    OpenAI-compatible chat API at `llm_url`, validated against the transcript, extractive as fallback).
-
-    Raises:
-        SummarizerError: an unknown backend, or `llm` without a URL or model.
-    """
-    summarizer, _ = make_digest_parts(backend, llm_url=llm_url, llm_model=llm_model, llm_api_key=llm_api_key,
-                                      llm_timeout=llm_timeout)
-    return summarizer
-
-
 def make_digest_parts(
     backend: str,
     *,
