@@ -150,14 +150,14 @@ def ledger_todos(digest: Any, needles: Sequence[Needle], ids: Sequence[str]) -> 
     """Todo needles against the ledger's todos: an item matches a needle when it cites the needle's segment."""
     todo_needles = [n for n in needles if n.kind == "todo"]
     items = [i for i in digest.ledger if i.kind == "todo"]
-    wanted = {ids[n.segment_index] for n in todo_needles}
+    targets = {id(n): {ids[i] for i in n.segments} for n in todo_needles}
+    wanted = set().union(*targets.values()) if targets else set()
     matched_items = [i for i in items if wanted.intersection(i.source.segment_ids)]
-    found = [n for n in todo_needles if any(ids[n.segment_index] in i.source.segment_ids for i in items)]
+    found = [n for n in todo_needles if any(targets[id(n)].intersection(i.source.segment_ids) for i in items)]
     # Of the needles found, those whose every planted value is in a matching item's fields, as said.
     exact = 0
     for needle in found:
-        sid = ids[needle.segment_index]
-        text = " | ".join(v for i in items if sid in i.source.segment_ids
+        text = " | ".join(v for i in items if targets[id(needle)].intersection(i.source.segment_ids)
                           for v in (i.text, i.owner, i.task, i.due) if v)
         exact += all(holds(text, v, needle.lang) for v in needle.values.values())
     return {"needles": len(todo_needles), "ledger_todos": len(items), "matched_items": len(matched_items),
@@ -201,8 +201,9 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
     meeting_id = MEETING_ID
     questions = [(n, q) for n in meeting.needles for q in n.questions]
     for needle in meeting.needles:
-        if not 0 <= needle.segment_index < len(meeting.segments):
-            raise ValueError(f"a {needle.kind} needle points at segment {needle.segment_index}, "
+        outside = [i for i in needle.segments if not 0 <= i < len(meeting.segments)]
+        if outside:
+            raise ValueError(f"a {needle.kind} needle points at segment {outside[0]}, "
                              f"outside the meeting's {len(meeting.segments)}")
     rows = [_Row(n, q.question, q.expected) for n, q in questions]
     build: dict[str, float] = {}
@@ -252,7 +253,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         over_budget = 0
         dense_ok = routes is not None
         for done, row in enumerate(rows, start=1):
-            sid = ids[row.needle.segment_index]
+            targets = {ids[i] for i in row.needle.segments}
             lang = row.needle.lang
             q_tokens = count_tokens(row.question)
 
@@ -260,7 +261,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
             answer = answerer.ask(meeting_id, row.question, tenant=tenant)
             ask_walls.append(time.perf_counter() - t0)
             cited = [c.segment_id for c in answer.citations[:k]]
-            row.hit["meetmem"] = sid in cited
+            row.hit["meetmem"] = not targets.isdisjoint(cited)
             row.exact = holds(answer.answer, row.expected, lang)
             row.answer = answer.answer
             row.cited = tuple(position.get(c, -1) for c in cited)
@@ -277,7 +278,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
                 reuse.append(prefix_reuse(previous, messages))
             previous = messages
             shown = [e.segment.segment_id for e in shown_evidence(compiled, above=True)[:k]]
-            row.hit["meetmem_prompt"] = sid in shown
+            row.hit["meetmem_prompt"] = not targets.isdisjoint(shown)
             history.append(Turn(row.question, answer.answer, tuple(shown_evidence(compiled))))
 
             for mode in ("bm25", "dense"):
@@ -285,14 +286,14 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
                     row.hit[mode] = None
                     continue
                 hits = search.search(meeting_id, row.question, tenant=tenant, k=k, mode=mode)
-                row.hit[mode] = sid in [h.segment.segment_id for h in hits]
+                row.hit[mode] = not targets.isdisjoint(h.segment.segment_id for h in hits)
                 row.tokens[mode] = retrieved_prompt_tokens(hits, row.question)
 
-            row.hit["sliding_window"] = sid in window.segment_ids
+            row.hit["sliding_window"] = not targets.isdisjoint(window.segment_ids)
             row.tokens["sliding_window"] = window.tokens + q_tokens
             row.hit["rolling_summary"] = holds(rolling.text, row.expected, lang)
             row.tokens["rolling_summary"] = rolling.tokens + q_tokens
-            row.hit["full_transcript"] = sid in long_window.segment_ids
+            row.hit["full_transcript"] = not targets.isdisjoint(long_window.segment_ids)
             row.tokens["full_transcript"] = full + q_tokens
             row.hit["l1"] = holds(l1_text, row.expected, lang)
             row.hit["l2"] = holds(l2_text, row.expected, lang)

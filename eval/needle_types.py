@@ -39,7 +39,9 @@ class Needle:
 
     `values` holds the fact's parts as said (`owner`, `task`, `due`, `amount`, ...). A correction's
     `segment_index` is the correcting segment; `corrects` is the index of the segment it corrects. A
-    distractor is not a needle: it is listed in `NeedleMeeting.distractors` by segment index.
+    distractor is not a needle: it is listed in `NeedleMeeting.distractors` by segment index. `also` names
+    further segments that carry the fact, when it is split over several (an audio meeting's recognised
+    segments that overlap the planted one in time); citing any of them recalls the needle.
     """
 
     kind: str
@@ -49,6 +51,12 @@ class Needle:
     values: dict[str, str]
     questions: tuple[NeedleQuestion, ...]
     corrects: int | None = None
+    also: tuple[int, ...] = ()
+
+    @property
+    def segments(self) -> tuple[int, ...]:
+        """Every segment index that carries the fact, the main one first."""
+        return (self.segment_index, *(i for i in self.also if i != self.segment_index))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +90,8 @@ class NeedleMeeting:
         meta = json.loads((folder / f"{name}.needles.json").read_text(encoding="utf-8"))
         needles = tuple(
             Needle(n["kind"], n["lang"], n["segment_index"], n["text"], dict(n["values"]),
-                   tuple(NeedleQuestion(q["question"], q["expected"]) for q in n["questions"]), n.get("corrects"))
+                   tuple(NeedleQuestion(q["question"], q["expected"]) for q in n["questions"]), n.get("corrects"),
+                   tuple(n.get("also", ())))
             for n in meta["needles"]
         )
         return NeedleMeeting(meta["lang"], meta["seed"], meta["hours"], tuple(rows), needles,
