@@ -21,12 +21,15 @@ summarizer, rule ledger). Then every question is put to every method on the same
   last 128k tokens (all of them when the transcript fits).
 * drift per layer: the share of questions whose expected value appears in the text of meetmem's first k
   citations (`raw_retrieval`), in any L1 line (`l1`), in any L2 line (`l2`), and anywhere in the stored
-  transcript (`raw_log`, the ceiling).
+  transcript (`raw_log`, the ceiling); and the same questions answered from one layer alone
+  (`layer_answers`: the value in the first k lines the product's search finds among the L1 or L2 lines),
+  with raw retrieval against the L2 answer on the questions whose value L2 keeps (`on_kept`).
 * ledger: todo precision and recall (a ledger todo matches a todo needle when its cited segments include
   the needle's segment) and traceability of L1, L2 and ledger citations.
 
-Keys of `evaluate`'s result: meeting, config, build, methods, drift, ledger, by_kind, by_lang, by_method,
-misses (meetmem's questions not recalled or not answered exactly, the first 20 shown), wall_s.
+Keys of `evaluate`'s result: meeting, config, build, methods, drift, ledger, by_kind, by_lang, by_wording
+(questions naming the subject as said or reworded), by_method, misses (meetmem's questions not recalled
+or not answered exactly, the first 20 shown), wall_s.
 `meetmem eval run --json` prints it with machine and code added.
 """
 
@@ -37,6 +40,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +54,7 @@ from .baselines import (
     sliding_window,
 )
 from .bench_context import shown_evidence
+from .layer_answers import LayerAnswers, kept_comparison
 from .measure import latency
 from .needle_types import NEEDLE_KINDS, Needle, NeedleMeeting
 
@@ -61,6 +66,8 @@ MISSES_SHOWN = 20
 #: Methods in the order of the comparison table; `dense` is left out when there is no model.
 METHODS = ("meetmem", "meetmem_prompt", "bm25", "dense", "sliding_window", "rolling_summary", "full_transcript")
 LAYERS = ("raw_retrieval", "l1", "l2", "raw_log")
+#: Answers drawn from one layer alone (`layer_answers`), beside `raw_retrieval`.
+LAYER_ANSWERS = ("l1_answer", "l2_answer")
 
 _SPACE_RE = re.compile(r"\s+")
 _CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -88,6 +95,7 @@ class _Row:
     needle: Needle
     question: str
     expected: str
+    reworded: bool = False
     hit: dict[str, bool | None] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
     exact: bool = False
@@ -123,7 +131,7 @@ def _groups(rows: Sequence[_Row], key: Callable[[_Row], str], methods: Sequence[
         name: {"questions": len(members),
                "recall_at_k": {m: _recall(members, m) for m in methods},
                "exact_answer_rate": _share(sum(r.exact for r in members), len(members)),
-               "layers": {layer: _recall(members, layer) for layer in LAYERS}}
+               "layers": {layer: _recall(members, layer) for layer in (*LAYERS, *LAYER_ANSWERS)}}
         for name, members in sorted(grouped.items(), key=lambda item: order(item[0]))
     }
 
@@ -167,7 +175,8 @@ def ledger_todos(digest: Any, needles: Sequence[Needle], ids: Sequence[str]) -> 
 
 
 def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int = DEFAULT_K,
-             budget: int = DEFAULT_BUDGET, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+             budget: int = DEFAULT_BUDGET, progress: Callable[[str], None] | None = None,
+             on_question: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Every needle question put to meetmem and to each baseline on one fresh copy of the meeting.
 
     Args:
@@ -177,6 +186,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         k: how many citations or hits count for recall.
         budget: the compiled prompt's token budget, also the sliding window's size.
         progress: called with a line of progress for a person, if given.
+        on_question: called with (questions done, questions in all) after each question, for a progress bar.
 
     Returns:
         The figures; see the module docstring for the keys.
@@ -205,9 +215,9 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         if outside:
             raise ValueError(f"a {needle.kind} needle points at segment {outside[0]}, "
                              f"outside the meeting's {len(meeting.segments)}")
-    rows = [_Row(n, q.question, q.expected) for n, q in questions]
+    rows = [_Row(n, q.question, q.expected, q.reworded) for n, q in questions]
     build: dict[str, float] = {}
-    with TranscriptLog(db_path) as log:
+    with TranscriptLog(db_path) as log, ExitStack() as closing:
         t0 = time.perf_counter()
         ids = ingest(log, meeting, meeting_id=meeting_id, tenant=tenant)
         build["ingest_s"] = round(time.perf_counter() - t0, 3)
@@ -238,6 +248,10 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         l2_text = "\n".join(line.text for line in digest.l2)
         log_text = "\n".join(text_of.values())
 
+        t0 = time.perf_counter()
+        layer_answers = closing.enter_context(LayerAnswers(
+            digest, db_path.with_name(db_path.stem + "-layers.db"), routes, lang=meeting.lang))
+        build["layer_index_s"] = round(time.perf_counter() - t0, 3)
         answerer = Answerer(search, digests=digester.stored)
         sources = PromptSources(search, digester.stored, stamp=digester.stamp)
         options = CompilerOptions(budget=budget)
@@ -298,7 +312,12 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
             row.hit["l1"] = holds(l1_text, row.expected, lang)
             row.hit["l2"] = holds(l2_text, row.expected, lang)
             row.hit["raw_log"] = holds(log_text, row.expected, lang)
-            if done % 10 == 0 or done == len(rows):
+            for layer in ("l1", "l2"):
+                lines = layer_answers.answer(layer, row.question, k)
+                row.hit[f"{layer}_answer"] = holds("\n".join(line.text for line in lines), row.expected, lang)
+            if on_question is not None:
+                on_question(done, len(rows))
+            elif done % 10 == 0 or done == len(rows):
                 say(f"questions: {done}/{len(rows)}")
 
         methods_run = [m for m in METHODS if m != "dense" or dense_ok]
@@ -331,7 +350,14 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         }
         layers = {layer: _recall(rows, layer) for layer in LAYERS}
         drift = {**layers, "l1_lines": sum(len(s.lines) for s in digest.sections), "l2_lines": len(digest.l2),
-                 "definition": "share of questions whose expected value appears in the layer's text"}
+                 "definition": "share of questions whose expected value appears in the layer's text",
+                 "answers": {"raw_retrieval": layers["raw_retrieval"],
+                             **{name: _recall(rows, name) for name in LAYER_ANSWERS},
+                             "definition": f"share of questions whose expected value is in the first {k} "
+                                           "citations of meetmem's answer over the log (raw_retrieval), or in "
+                                           f"the first {k} lines the same search finds among the L1 or the L2 "
+                                           "lines alone"},
+                 "on_kept": {layer: kept_comparison(rows, layer, f"{layer}_answer") for layer in ("l1", "l2")}}
         corrections = [r for r in rows if r.needle.corrects is not None]
         distractors = set(meeting.distractors)
         methods["meetmem"]["answers_from_stale_segment"] = {
@@ -357,6 +383,8 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
     ]
     return {
         "meeting": {"lang": meeting.lang, "seed": meeting.seed, "hours": meeting.hours,
+                    "noise": meeting.notes.get("noise", 0.0), "source": meeting.notes.get("source", "text"),
+                    "reworded_questions": sum(r.reworded for r in rows),
                     "segments": len(meeting.segments), "needles": len(meeting.needles), "questions": len(rows),
                     "needles_by_kind": dict(sorted(Counter(n.kind for n in meeting.needles).items(),
                                                    key=lambda kv: _kind_order(kv[0]))),
@@ -371,6 +399,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         "ledger": ledger,
         "by_kind": _groups(rows, lambda r: r.needle.kind, methods_run, _kind_order),
         "by_lang": _groups(rows, lambda r: r.needle.lang, methods_run),
+        "by_wording": _groups(rows, lambda r: "reworded" if r.reworded else "as_said", methods_run),
         "by_method": by_method,
         "misses": {"not_recalled": sum(not r.hit["meetmem"] for r in rows),
                    "not_exact": sum(not r.exact for r in rows), "shown": misses[:MISSES_SHOWN]},
@@ -398,12 +427,19 @@ def table(result: dict[str, Any]) -> str:
                 f"{mm['answers_from_stale_segment']['corrections_asked']}"]
     d = result["drift"]
     out.append("drift (expected value in layer): " + ", ".join(f"{name} {d[name]}" for name in LAYERS))
+    answers = d["answers"]
+    out.append(f"answered from one layer (value in the first {k}): raw_retrieval {answers['raw_retrieval']}, "
+               + ", ".join(f"{name} {answers[name]}" for name in LAYER_ANSWERS))
+    for layer, kept in d["on_kept"].items():
+        out.append(f"  on the {kept['questions']} questions whose value {layer.upper()} keeps: raw_retrieval "
+                   f"{kept['raw_retrieval']}, {layer}_answer {kept[layer + '_answer']}")
     todo = result["ledger"]["todo"]
     trace = result["ledger"]["traceability"]
     out.append(f"ledger todos: precision {todo['precision']}, recall {todo['recall']} "
                f"({todo['found_needles']}/{todo['needles']} needles, {todo['ledger_todos']} items); traceability "
                + ", ".join(f"{name} {v['share']}" for name, v in trace.items()))
-    for title, groups in (("by kind", result["by_kind"]), ("by language", result["by_lang"])):
+    for title, groups in (("by kind", result["by_kind"]), ("by language", result["by_lang"]),
+                          ("by wording of the subject", result["by_wording"])):
         out += ["", f"recall@{k} {title}: " + "  ".join(row["method"] for row in result["by_method"])]
         for name, group in groups.items():
             cells = " ".join("-" if group["recall_at_k"][row["method"]] is None

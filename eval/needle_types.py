@@ -27,10 +27,15 @@ NEEDLE_KINDS = (
 
 @dataclass(frozen=True, slots=True)
 class NeedleQuestion:
-    """A question about a needle, worded unlike the meeting, and the value a right answer contains."""
+    """A question about a needle, worded unlike the meeting, and the value a right answer contains.
+
+    `reworded`: the question also names the needle's subject in other words than the meeting did
+    (`needle_rewording`), as someone recalling it later would.
+    """
 
     question: str
     expected: str
+    reworded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +95,8 @@ class NeedleMeeting:
         meta = json.loads((folder / f"{name}.needles.json").read_text(encoding="utf-8"))
         needles = tuple(
             Needle(n["kind"], n["lang"], n["segment_index"], n["text"], dict(n["values"]),
-                   tuple(NeedleQuestion(q["question"], q["expected"]) for q in n["questions"]), n.get("corrects"),
+                   tuple(NeedleQuestion(q["question"], q["expected"], bool(q.get("reworded", False)))
+                         for q in n["questions"]), n.get("corrects"),
                    tuple(n.get("also", ())))
             for n in meta["needles"]
         )

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .needle_noise import add_noise
+from .needle_rewording import reword
 from .needle_talk import EN_BACKCHANNEL, SPEAKERS, ZH_BACKCHANNEL, ami_lines, background_line, topics
 from .needle_types import NEEDLE_KINDS, Needle, NeedleMeeting, NeedleQuestion
 from .needle_vocab import VOCAB
@@ -31,6 +32,9 @@ from .needle_vocab import VOCAB
 #: Share of needles that get a distractor: a similar fact about something else, said elsewhere.
 DISTRACTOR_SHARE = 0.3
 _MAX_TRIES = 400
+#: Share of questions that also name the subject in other words (`needle_rewording`).
+REWORD_SHARE = 0.5
+_REWORDABLE = ("subject", "obj", "org", "role")
 
 
 class _Claims:
@@ -215,11 +219,22 @@ def _subject(rng: random.Random, claims: _Claims, taken: set[tuple[Any, ...]], l
     return claims.fresh(make, taken)
 
 
-def _questions(rng: random.Random, forms: tuple[tuple[str, str], ...], fill: dict[str, str]) -> tuple[
-        NeedleQuestion, ...]:
-    """One or two of `forms` ((question template, name of the expected value)), filled from `fill`."""
+def _questions(rng: random.Random, forms: tuple[tuple[str, str], ...], fill: dict[str, str],
+               lang: str) -> tuple[NeedleQuestion, ...]:
+    """One or two of `forms` ((question template, name of the expected value)), filled from `fill`; about
+    `REWORD_SHARE` of them name the subject in other words (`needle_rewording`), never the expected value."""
     chosen = rng.sample(forms, 2 if len(forms) > 1 and rng.random() < 0.5 else 1)
-    return tuple(NeedleQuestion(q.format(**fill), fill[want]) for q, want in chosen)
+    out = []
+    for q, want in chosen:
+        said = q.format(**fill)
+        if rng.random() < REWORD_SHARE:
+            other = {**fill, **{key: reword(fill[key], lang) for key in _REWORDABLE if key in fill}}
+            asked = q.format(**other)
+            if asked != said:
+                out.append(NeedleQuestion(asked, fill[want], True))
+                continue
+        out.append(NeedleQuestion(said, fill[want]))
+    return tuple(out)
 
 
 def _build(kind: str, lang: str, rng: random.Random, claims: _Claims, speaker: str,
@@ -290,7 +305,7 @@ def _build(kind: str, lang: str, rng: random.Random, claims: _Claims, speaker: s
         texts = (text,) if earlier is None else (earlier, text)
         if claims.fits(texts, surfaces):
             claims.commit(texts, surfaces, taken)
-            return _Planted(kind, text, values, _questions(rng, t["asked"], fill), surfaces, earlier)
+            return _Planted(kind, text, values, _questions(rng, t["asked"], fill, lang), surfaces, earlier)
     raise RuntimeError(f"could not plant a distinct {kind} needle: the meeting is too long for this needle rate")
 
 

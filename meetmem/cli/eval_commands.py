@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,34 +48,84 @@ def _langs_list(value: str) -> list[str]:
     return list(dict.fromkeys(langs))
 
 
+def _optional_hours(value: str) -> list[float]:
+    """Hours separated by commas, or 0 for none."""
+    if value.strip() in ("0", "none", ""):
+        return []
+    return _hours_list(value)
+
+
+def _audio_hours(value: str) -> float | None:
+    """One length in hours, or 0 for no audio meeting."""
+    hours = _optional_hours(value)
+    if len(hours) > 1:
+        raise argparse.ArgumentTypeError(f"one length, not {value!r}")
+    return hours[0] if hours else None
+
+
+def _noise_rate(value: str) -> float:
+    try:
+        rate = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, not {value!r}") from None
+    if not 0.0 <= rate <= 1.0:
+        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, not {value}")
+    return rate
+
+
 def report(args: argparse.Namespace, ctx: Any) -> int:
-    from meetmem.eval.needle_report import evaluate_grid, write_report
+    from meetmem.eval.needle_report import evaluate_grid, grid, write_report
     from meetmem.eval.run_info import checkout, machine_info
     from meetmem.store.index.search import embedder_routes
+
+    from .progress import ProgressBar
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         sys.stderr.write(f"meetmem: error: {out} is not a folder\n")
         return 2
+    data = Path(args.data) if args.data else None
+    if data is not None and not data.is_dir():
+        sys.stderr.write(f"meetmem: error: --data {data} is not a folder (expected ../shared/data or the like)\n")
+        return 2
     say = None if ctx.quiet else note
     s = ctx.settings
     routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads, on_load=(
         None if ctx.quiet else (lambda name: note(f"loading the {name} embedding model ..."))))
-    head, modified = checkout(["cloud", "store", "summarizers", "eval/needle_eval.py", "eval/baselines.py",
-                               "eval/needles.py", "eval/needle_report.py"])
-    results = evaluate_grid(out, hours=args.hours, langs=args.langs, seed=args.seed, k=args.k, budget=args.budget,
-                            routes=routes, progress=say)
+    head, modified = checkout(["cloud", "store", "summarizers", "edge", "eval"])
+    specs = grid(hours=args.hours, langs=args.langs, noisy_hours=args.noisy_hours, noise=args.noise,
+                 audio_hours=args.audio_hours)
+    bars: list[ProgressBar] = []
+
+    def bar(label: str) -> ProgressBar:
+        bars.append(ProgressBar(label, enabled=not ctx.quiet))
+        return bars[-1]
+
+    started = time.perf_counter()
+    results = evaluate_grid(out, specs, seed=args.seed, k=args.k, budget=args.budget, routes=routes,
+                            audio_model=args.audio_model, progress=say, bar=bar)
+    for b in bars:
+        b.finish()
+    corpora = corpora_lines = None
+    if data is not None:
+        from meetmem.eval.corpora_report import evaluate_corpora
+        from meetmem.eval.corpora_report import markdown as corpora_markdown
+
+        corpora = evaluate_corpora(data, routes=routes, progress=say)
+        corpora_lines = corpora_markdown(corpora)
     header = {"evaluation": "needles_report", "machine": machine_info(),
               "code": {"git_head": head, "modified_files": modified},
-              "grid": {"hours": args.hours, "langs": args.langs, "seed": args.seed, "k": args.k,
-                       "budget": args.budget}}
+              "grid": {"hours": args.hours, "langs": args.langs, "noisy_hours": args.noisy_hours, "noise": args.noise,
+                       "audio_hours": args.audio_hours, "audio_model": args.audio_model, "seed": args.seed,
+                       "k": args.k, "budget": args.budget, "data": str(data) if data else None},
+              "wall_s": round(time.perf_counter() - started, 1)}
     try:
-        written = write_report(out, results, header)
+        written = write_report(out, results, header, corpora=corpora, corpora_lines=corpora_lines or ())
     except ImportError as exc:
         sys.stderr.write(f"meetmem: error: {exc}\n")
         return 1
     if say:
-        say(f"wrote {', '.join(p.name for p in written)} in {out}")
+        say(f"wrote {', '.join(p.name for p in written)} in {out}, {time.perf_counter() - started:.0f} s in all")
     sys.stdout.write(str(out / "report.md") + "\n")
     sys.stdout.flush()
     return 0
@@ -151,16 +202,31 @@ def add_eval_commands(sub: argparse._SubParsersAction, common: argparse.Argument
         "report", parents=[common], help="needle evaluation over generated meetings: report.json, report.md, plots",
         description="Generate a seeded needle meeting for every language and length (written under "
                     "OUT/meetings/), evaluate each as `eval run` does, and write OUT/report.json (every result), "
-                    "OUT/report.md (method x meeting recall@k and tokens per question, meetmem's exact answers, "
-                    "prefix reuse and latency, recall per layer and per needle kind) and PNG plots (recall and "
-                    "prompt tokens against meeting length, recall per layer, ask latency). Needs matplotlib "
-                    "(the eval extra). Progress on stderr; the path of report.md on stdout.",
+                    "OUT/report.md (the targets checked; method x meeting recall@k and tokens per question; "
+                    "meetmem's exact answers, cost, prefix reuse and latency; recall by wording, per layer and "
+                    "per needle kind; the ledger; the real corpora with --data) and PNG plots (recall and prompt "
+                    "tokens against meeting length, recall per layer, ask latency). Besides clean text at every "
+                    "length: noisy text at --noisy-hours and an English audio meeting (--audio-hours). Needs "
+                    "matplotlib (the eval extra), and espeak-ng, sox and the Whisper weights for audio. Progress "
+                    "on stderr; the path of report.md on stdout.",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the meetings, the report and the plots")
-    p.add_argument("--hours", type=_hours_list, default=[0.5, 1.0, 4.0], metavar="H[,H...]",
-                   help="meeting lengths in hours, separated by commas (default: 0.5,1,4)")
+    p.add_argument("--hours", type=_hours_list, default=[0.5, 1.0, 4.0, 8.0], metavar="H[,H...]",
+                   help="meeting lengths in hours, separated by commas (default: 0.5,1,4,8)")
     p.add_argument("--langs", type=_langs_list, default=["en", "zh"], metavar="LANG[,LANG...]",
                    help="languages of the meetings, en and/or zh (default: en,zh)")
+    p.add_argument("--noisy-hours", type=_optional_hours, default=[1.0], metavar="H[,H...]",
+                   help="lengths that are also evaluated with ASR-like noise in the text, 0 for none (default: 1)")
+    p.add_argument("--noise", type=_noise_rate, default=0.1,
+                   help="the noisy meetings' rate of disturbed words (default: 0.1)")
+    p.add_argument("--audio-hours", type=_audio_hours, default=0.5, metavar="H",
+                   help="length of an English meeting rendered with espeak-ng and recognised by the edge "
+                        "pipeline, 0 for none (default: 0.5)")
+    p.add_argument("--audio-model", default="base",
+                   help="Whisper model of the audio meeting, as `edge run --model` takes it (default: base)")
+    p.add_argument("--data", metavar="DIR",
+                   help="the real corpora (a folder with qmsum/, locomo/, ami/, audio/, as ../shared/data): "
+                        "their figures are added to the report")
     p.add_argument("--seed", type=int, default=7, help="seed of the generated meetings (default: 7)")
     p.add_argument("--k", type=_positive, default=5, help="citations or hits that count for recall (default: 5)")
     p.add_argument("--budget", type=_positive, default=4000,

@@ -102,7 +102,7 @@ def test_normalised_keeps_english_words_apart() -> None:
 
 def test_the_result_has_the_documented_keys(bm25_result: dict[str, Any]) -> None:
     assert set(bm25_result) == {"meeting", "config", "build", "methods", "drift", "ledger", "by_kind", "by_lang",
-                                "by_method", "misses", "wall_s"}
+                                "by_wording", "by_method", "misses", "wall_s"}
     methods = bm25_result["methods"]
     assert set(methods) == set(METHODS)
     assert methods["dense"] is None  # no model: no dense row, not a zero

@@ -14,19 +14,22 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def test_eval_report_writes_json_markdown_and_plots(tmp_path: Path, run_cli: Any) -> None:
     out = tmp_path / "report"
     result = run_cli("eval", "report", "--out", str(out), "--hours", "0.1", "--langs", "en", "--seed", "7",
-                     "--k", "5", db=None)
+                     "--k", "5", "--noisy-hours", "0.1", "--audio-hours", "0", db=None)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(out / "report.md")
-    assert "meeting 1/1: en 0.1 h" in result.stderr and "elapsed" in result.stderr  # progress on stderr
+    assert "meeting 1/2: en 0.1 h" in result.stderr and "elapsed" in result.stderr  # progress on stderr
 
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["evaluation"] == "needles_report" and report["grid"]["hours"] == [0.1]
-    [one] = report["results"]
+    one, noisy = report["results"]
     assert one["meeting"]["lang"] == "en" and one["config"]["search"] == "bm25"
     assert (out / "meetings" / "en-0.1h" / "meeting.jsonl").is_file()
+    assert noisy["meeting"]["noise"] == 0.1 and (out / "meetings" / "en-0.1h-noise0.1" / "meeting.jsonl").is_file()
+    assert "questions [" in result.stderr  # the progress bar
 
     text = (out / "report.md").read_text(encoding="utf-8")
-    assert "| method | en 0.1 h |" in text
+    assert "| method | en 0.1 h | en 0.1 h noise 0.1 |" in text
+    assert "as_said" in text and "answered l2_answer" in text and "todo recall" in text
     methods = [row["method"] for row in one["by_method"]]
     assert "meetmem" in methods and "dense" not in methods  # no model, no dense row
     for method in methods:
