@@ -36,7 +36,7 @@ from .retrieval import (
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
     from meetmem.store.index.embedders import Embedder
-    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.index.search import EmbedderRoutes, SearchOptions, TranscriptSearch
     from meetmem.store.log import TranscriptLog
     from meetmem.store.records import SegmentInput
 
@@ -200,43 +200,61 @@ def _ratios(scores: dict[str, MethodScores], k: int, domains: Sequence[str]) -> 
     return out
 
 
-def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
+def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, split: str = "val", k: int = 5,
+                   search_options: SearchOptions | None = None, convex_weights: Sequence[float] = (),
+                   fusion_variants: bool = True, meetings: Sequence[str] | None = None, limit: int | None = None,
+                   keep_markers: bool = False, work_db: Path | None = None, clock: RunClock | None = None,
+                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Search and ask on QMSum's meetings; every specific query scored against its annotated turn spans.
+
+    Each meeting is appended to one log (a temporary file unless `work_db`), indexed once (the vectors are
+    cached in the log, so every method and variant shares them) and queried by each method.
+
+    Args:
+        data: the QMSum folder (`queries_<split>.jsonl`, `<split>/`, optionally `turn_timestamps_<split>.json`).
+        embedder: the dense model or the embedder routes; None for BM25 and `ask` alone.
+        k: results scored per query (P@k, hit@k, MRR@k).
+        search_options: the options of the default search and of `ask` (default: `SearchOptions()`).
+        convex_weights: dense weights of the convex-fusion variants.
+        fusion_variants: also score RRF and the convex variants (off: bm25, dense, hybrid_default, ask).
+        meetings, limit: only these meeting ids / the first `limit` meetings (quick checks).
+        keep_markers: keep QMSum's transcription markers in the text.
+        work_db: keep the log (and its vectors) in this file, reused by a later run.
+        clock: the run's clock (phases are added to it; its report is `wall_time`).
+        progress: called with a line of progress for a person, if given.
+
+    Returns:
+        The `bench qmsum` figures without `default_configuration` and `code` (the CLI adds those).
+    """
     from meetmem.cloud.answer import Answerer
-    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.index.search import EmbedderRoutes, SearchOptions, TranscriptSearch
     from meetmem.store.log import TranscriptLog
 
-    verbose = not ctx.quiet
-    clock = RunClock()
-    code_at_start = _code_fingerprint()
-    k = args.k
+    say = progress or (lambda _line: None)
+    clock = clock or RunClock()
     if k < 1:
         raise BenchDataError("--k must be at least 1")
-    weights = _parse_weights(args.convex_weights)
-    base = _base_options(args.search_option)
-    meetings, queries = load_qmsum(Path(args.data), args.split)
-    if args.meetings:
-        wanted = {m.strip() for m in args.meetings.split(",") if m.strip()}
-        meetings = [m for m in meetings if m.meeting_id in wanted]
-    if args.limit:
-        meetings = meetings[: args.limit]
-    kept = {m.meeting_id for m in meetings}
+    base = search_options or SearchOptions()
+    default_model = embedder.default if isinstance(embedder, EmbedderRoutes) else embedder
+    loaded, queries = load_qmsum(Path(data), split)
+    if meetings:
+        wanted = {m.strip() for m in meetings if m.strip()}
+        loaded = [m for m in loaded if m.meeting_id in wanted]
+    if limit:
+        loaded = loaded[:limit]
+    kept = {m.meeting_id for m in loaded}
     queries = [q for q in queries if q.meeting_id in kept]
     by_meeting: dict[str, list[QMSumQuery]] = {}
     for q in queries:
         by_meeting.setdefault(q.meeting_id, []).append(q)
     domains = [d for d in ("AMI", "ICSI", "committee") if any(q.domain == d for q in queries)]
     domains += sorted({q.domain for q in queries} - set(domains))
-    total_turns = sum(len(m.turns) for m in meetings)
-    _say(verbose, f"QMSum {args.split}: {len(meetings)} meetings, {total_turns} turns, {len(queries)} specific queries")
+    total_turns = sum(len(m.turns) for m in loaded)
+    say(f"QMSum {split}: {len(loaded)} meetings, {total_turns} turns, {len(queries)} specific queries")
 
-    embedder_name = ctx.settings.embedder
-    t = time.perf_counter()
-    embedder = _load_embedder(embedder_name, ctx, verbose)
-    clock.add("model_load", time.perf_counter() - t)
-
-    variant_options = _fusion_variants(base, weights)
+    variant_options = _fusion_variants(base, convex_weights) if fusion_variants else {}
     methods = ["bm25"]
-    if embedder is not None:
+    if default_model is not None:
         methods += ["dense", "hybrid_default", *variant_options]
     methods.append("ask")
     scores = {name: MethodScores() for name in methods}
@@ -247,20 +265,20 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
     embed_seconds = 0.0
 
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-qmsum-") as tmp:
-        db_path = Path(args.work_db) if args.work_db else Path(tmp) / "qmsum.db"
+        db_path = Path(work_db) if work_db else Path(tmp) / "qmsum.db"
         log = TranscriptLog(db_path)
         try:
-            # The default options (what `ask` and the CLI use), unless --search-option changes them.
+            # The default options (what `ask` and the CLI use), unless search_options changes them.
             search = TranscriptSearch(log, embedder, options=base)
             variants: dict[str, TranscriptSearch] = {}
-            if embedder is not None:
+            if default_model is not None:
                 variants = {name: TranscriptSearch(log, embedder, options=o) for name, o in variant_options.items()}
             answerer = Answerer(search)
-            device = QMSUM_DEVICE + ("-markers" if args.keep_markers else "")
+            device = QMSUM_DEVICE + ("-markers" if keep_markers else "")
             turns_done = 0
-            for number, meeting in enumerate(meetings, start=1):
+            for number, meeting in enumerate(loaded, start=1):
                 t = time.perf_counter()
-                segments, skipped = qmsum_segments(meeting, keep_markers=args.keep_markers)
+                segments, skipped = qmsum_segments(meeting, keep_markers=keep_markers)
                 log.append(meeting.meeting_id, device, segments)
                 skipped_turns += skipped
                 stored_turns += len(segments)
@@ -268,12 +286,12 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
                 clock.add("ingest", time.perf_counter() - t)
 
                 t = time.perf_counter()
-                before = _vector_count(log, embedder)
+                before = _vector_count(log, default_model)
                 search.meeting_index(meeting.meeting_id)
                 for other in variants.values():
                     other.meeting_index(meeting.meeting_id)
                 spent = time.perf_counter() - t
-                new_vectors = _vector_count(log, embedder) - before
+                new_vectors = _vector_count(log, default_model) - before
                 embedded += new_vectors
                 if new_vectors:
                     embed_seconds += spent
@@ -284,31 +302,31 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
                 indexable = [s.seq for s in segments]
                 for q in by_meeting.get(meeting.meeting_id, []):
                     baseline.append(sum(1 for i in indexable if q.relevant(i)) / max(1, n_indexable))
-                    _score_query(q, k, meeting.meeting_id, search, variants, answerer, embedder, turn_of, scores)
+                    _score_query(q, k, meeting.meeting_id, search, variants, answerer, default_model, turn_of,
+                                 scores)
                 clock.add("queries", time.perf_counter() - t)
 
                 turns_done += len(meeting.turns)
                 elapsed = clock.elapsed()
                 eta = elapsed / turns_done * (total_turns - turns_done)
                 rate = f", {new_vectors / spent:.1f} turns/s embedded" if new_vectors and spent > 0 else ""
-                _say(verbose, f"[{number}/{len(meetings)}] {meeting.meeting_id}: {len(segments)} segments "
-                              f"indexed in {spent:.1f}s{rate}; {len(by_meeting.get(meeting.meeting_id, []))} "
-                              f"queries; elapsed {_hms(elapsed)}, ETA {_hms(eta)}")
+                say(f"[{number}/{len(loaded)}] {meeting.meeting_id}: {len(segments)} segments "
+                    f"indexed in {spent:.1f}s{rate}; {len(by_meeting.get(meeting.meeting_id, []))} "
+                    f"queries; elapsed {_hms(elapsed)}, ETA {_hms(eta)}")
         finally:
             log.close()
 
-    result = {
+    return {
         "benchmark": "qmsum",
-        "split": args.split,
+        "split": split,
         "k": k,
-        "meetings": len(meetings),
+        "meetings": len(loaded),
         "queries": len(queries),
         "queries_by_domain": {d: sum(1 for q in queries if q.domain == d) for d in domains},
         "turns": total_turns,
         "segments_stored": stored_turns,
         "turns_left_out_markers_only": skipped_turns,
-        "markers_removed": not args.keep_markers,
-        "default_configuration": _default_configuration(ctx, embedder_name if embedder else "none"),
+        "markers_removed": not keep_markers,
         "search_options_used": _options_public(base),
         "fusion_variants": {name: _options_public(o) for name, o in variant_options.items()},
         "random_baseline": {f"p@{k}": _mean(baseline)},
@@ -317,9 +335,37 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
         "embedding": {"segments": embedded, "seconds": round(embed_seconds, 1),
                       "segments_per_s": round(embedded / embed_seconds, 1) if embed_seconds else None},
         "wall_time": clock.report(),
-        "code": _code_report(code_at_start),
     }
-    sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
+
+
+def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
+    verbose = not ctx.quiet
+    clock = RunClock()
+    code_at_start = _code_fingerprint()
+    if args.k < 1:
+        raise BenchDataError("--k must be at least 1")
+    weights = _parse_weights(args.convex_weights)
+    base = _base_options(args.search_option)
+    load_qmsum(Path(args.data), args.split)  # a data error is reported before the model loads
+
+    embedder_name = ctx.settings.embedder
+    t = time.perf_counter()
+    embedder = _load_embedder(embedder_name, ctx, verbose)
+    clock.add("model_load", time.perf_counter() - t)
+
+    meetings = args.meetings.split(",") if args.meetings else None
+    result = evaluate_qmsum(Path(args.data), embedder=embedder, split=args.split, k=args.k, search_options=base,
+                            convex_weights=weights, meetings=meetings, limit=args.limit,
+                            keep_markers=args.keep_markers, work_db=Path(args.work_db) if args.work_db else None,
+                            clock=clock, progress=(lambda line: _say(True, line)) if verbose else None)
+    report: dict[str, Any] = {}
+    for key, value in result.items():
+        if key == "search_options_used":  # the CLI's report names what "the default" was, before the rest
+            report["default_configuration"] = _default_configuration(ctx, embedder_name if embedder else "none")
+        report[key] = value
+    report["wall_time"] = clock.report()
+    report["code"] = _code_report(code_at_start)
+    sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
     return 0
 
 

@@ -13,7 +13,16 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench = sub.add_parser("bench", help="benchmarks that print JSON figures",
                            description="Benchmarks. Each prints one JSON object on stdout; progress on stderr.")
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
-    from meetmem.eval import ami_ledger, bench_context, bench_edge, bench_serve, bench_store, bench_summaries, retrieval
+    from meetmem.eval import (
+        ami_ledger,
+        bench_context,
+        bench_edge,
+        bench_serve,
+        bench_store,
+        bench_summaries,
+        locomo,
+        retrieval,
+    )
 
     bench_store.add_parser(bench_sub, common)
     bench_serve.add_parser(bench_sub, common)
@@ -22,3 +31,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     ami_ledger.add_parser(bench_sub, common)
     bench_summaries.add_parser(bench_sub, common)
     bench_context.add_parser(bench_sub, common)
+    locomo.add_parser(bench_sub, common)
