@@ -196,8 +196,11 @@ def spoken_form(text: str) -> str:
     return re.sub(r"\$(\d[\d,]*)", r"\1 dollars", text)
 
 
-def synthesise_utterance(utterance: Utterance, raw_wav: Path) -> None:
-    voice = VOICES[utterance.speaker]
+def synthesise_utterance(utterance: Utterance, raw_wav: Path, voice: Voice | None = None,
+                         spoken: str | None = None) -> None:
+    """Speak `utterance` into `raw_wav` in `voice` (default: the demo speaker's), saying `spoken` if given
+    (default: `spoken_form` of its text)."""
+    voice = voice or VOICES[utterance.speaker]
     command = [
         "espeak-ng",
         "-v",
@@ -210,7 +213,8 @@ def synthesise_utterance(utterance: Utterance, raw_wav: Path) -> None:
         str(raw_wav),
         "--stdin",
     ]
-    subprocess.run(command, input=spoken_form(utterance.text), text=True, check=True)
+    said = spoken_form(utterance.text) if spoken is None else spoken
+    subprocess.run(command, input=said, text=True, check=True)
 
 
 def resample_utterance(raw_wav: Path, clip_wav: Path) -> None:
@@ -241,10 +245,11 @@ def trim_silence(samples: array.array[int]) -> array.array[int]:
     return samples[loud[0] : loud[-1] + 1]
 
 
-def render_utterance(utterance: Utterance, index: int, workdir: Path) -> array.array[int]:
+def render_utterance(utterance: Utterance, index: int, workdir: Path, voice: Voice | None = None,
+                     spoken: str | None = None) -> array.array[int]:
     raw_wav = workdir / f"utterance-{index:03d}-raw.wav"
     clip_wav = workdir / f"utterance-{index:03d}.wav"
-    synthesise_utterance(utterance, raw_wav)
+    synthesise_utterance(utterance, raw_wav, voice, spoken)
     resample_utterance(raw_wav, clip_wav)
     speech = trim_silence(read_samples(clip_wav))
     raw_wav.unlink()
