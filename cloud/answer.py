@@ -167,6 +167,33 @@ class Answer:
         return out
 
 
+def _answer_spans(text: str, wanted: Sequence[str]) -> list[str]:
+    """The pieces of a segment a quote may be: each sentence, and a sentence joined to the next one when
+    only one of the two holds the kind of value asked for.
+
+    Recognised speech is punctuated by the recogniser, which often ends a sentence before the value: "Put
+    the workshop in your calendars. September 19th at 6 p.m." A quote of the first sentence alone names
+    the subject and drops the answer. The joined pair is the transcript's own text between the two
+    sentences' ends, so it stays verbatim.
+    """
+    parts = sentences(text)
+    spans = list(parts)
+    if not wanted or len(parts) < 2:
+        return spans
+    typed = [any(_ANSWER_TYPES[name][1].search(part) for name in wanted) for part in parts]
+    at, starts = 0, []
+    for part in parts:
+        at = text.find(part, at)
+        if at < 0:  # not a verbatim piece (cannot happen with `sentences`): quote sentences alone
+            return spans
+        starts.append(at)
+        at += len(part)
+    for i in range(len(parts) - 1):
+        if typed[i] != typed[i + 1]:
+            spans.append(text[starts[i]:starts[i + 1] + len(parts[i + 1])])
+    return spans
+
+
 def question_kind(question: str) -> AnswerKind:
     """`overview` for questions about decisions, todos and the gist; `verbatim` for exact words and values."""
     return "overview" if _OVERVIEW_RE.search(question) else "verbatim"
@@ -344,7 +371,7 @@ class Answerer:
         best: tuple[float, Segment, str, str] | None = None
         for segment, prior, reason in candidates:
             cosine = cosines.get(segment.segment_id, 0.0)
-            for sentence in sentences(segment.text):
+            for sentence in _answer_spans(segment.text, wanted):
                 terms = set(tokenizer.tokens(sentence))
                 overlap = sum(wt for t, wt in weights.items() if t in terms) / total
                 typed = any(_ANSWER_TYPES[name][1].search(sentence) for name in wanted)

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 from meetmem.store.records import Section, SectionSummary, Segment, Source, SummaryLine
 
-_SENTENCE_RE = re.compile(r"[^.!?。！？；;]+(?:[.!?。！？；;]+|$)")
+# A Latin stop ends a sentence only before a space or the end, so "6.05 p.m." and "$4.5 million" stay
+# whole; a Chinese one always does (Chinese puts no space after it).
+_SENTENCE_RE = re.compile(r"(?:[^.!?;。！？；]|[.!?;](?![\s.!?;]|$))+(?:[.!?;]+(?=\s|$)|[。！？；]+|$)")
 _CLAUSE_RE = re.compile(r"[^,，、:：]+(?:[,，、:：]+|$)")
 _LEADING_FILLER_RE = re.compile(
     r"^(?:(?:um+|uh+|er+|erm|ah+|oh|mm+|hmm+|so|well|okay|ok|yeah|yes|right|and|but|like|you know|i mean|anyway"

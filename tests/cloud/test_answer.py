@@ -150,6 +150,16 @@ class TestWithoutModel:
         assert old.segment_id not in {c.segment_id for c in answer.citations}
         assert "$5,120" in answer.answer
 
+    def test_a_value_the_recogniser_put_in_the_next_sentence_is_quoted_with_its_subject(
+            self, answerer: Answerer, meeting: TranscriptLog) -> None:
+        # Whisper ends sentences where the speaker pauses, often just before the value.
+        said = SegmentInput(seq=200, start=900.0, end=906.0, speaker="Erin",
+                            text="Okay. Put the zeppelin workshop in your calendars. October 9th at 6.05 p.m. Thanks.")
+        meeting.append(MEETING, "glasses-late", [said])
+        answer = answerer.ask(MEETING, "What day is the zeppelin workshop?")
+        assert '"Put the zeppelin workshop in your calendars. October 9th at 6.05 p.m."' in answer.answer
+        assert answer.citations[0].text == said.text
+
     def test_filters_limit_the_citations(self, answerer: Answerer, meeting: TranscriptLog) -> None:
         answer = answerer.ask(MEETING, "What about the aluminium casing?", filters=SearchFilters(speaker="Bob"))
         assert answer.citations and all(c.speaker == "Bob" for c in answer.citations)

@@ -101,3 +101,13 @@ def test_trimming_takes_only_leading_fillers(text: str, trimmed: str) -> None:
 def test_sentences_are_substrings() -> None:
     text = "We ship Friday. Is that OK? 好的。下周见！"
     assert sentences(text) == ["We ship Friday.", "Is that OK?", "好的。", "下周见！"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # A stop inside a number or an abbreviation is not the end of a sentence.
+    ("It starts at 6.05 p.m. Bring the samples.", ["It starts at 6.05 p.m.", "Bring the samples."]),
+    ("The quote is $4.5 million... really?! Yes", ["The quote is $4.5 million...", "really?!", "Yes"]),
+    ("Version 2.1.3 ships; the rest waits.", ["Version 2.1.3 ships;", "the rest waits."]),
+])
+def test_sentences_end_at_a_stop_before_a_space(text: str, expected: list[str]) -> None:
+    assert sentences(text) == expected
