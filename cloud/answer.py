@@ -194,6 +194,31 @@ def _answer_spans(text: str, wanted: Sequence[str]) -> list[str]:
     return spans
 
 
+#: The longest pause between two segments of one device that a quote may run across.
+_RUN_ON_GAP_S = 1.5
+
+
+def _continuations(segments: Sequence[Segment]) -> dict[str, Segment]:
+    """For each segment, the candidate that follows it straight on: the same device and speaker (or both
+    unknown), the next seq, within `_RUN_ON_GAP_S` of its end. The edge cuts recognised speech where the
+    voice pauses, and a speaker pauses before a value as often as after a sentence."""
+    by_seq = {(s.device_id, s.seq): s for s in segments}
+    out = {}
+    for s in segments:
+        after = by_seq.get((s.device_id, s.seq + 1))
+        if after is not None and after.speaker == s.speaker and 0.0 <= after.start - s.end <= _RUN_ON_GAP_S:
+            out[s.segment_id] = after
+    return out
+
+
+def _joined_span(text: str, after: str, wanted: Sequence[str]) -> str | None:
+    """The last sentence of `text` run on into the first of `after`, when only one of the two holds the
+    kind of value asked for; None otherwise. Both halves are verbatim; the quote cites both segments."""
+    last, first = sentences(text)[-1], sentences(after)[0]
+    typed = [any(_ANSWER_TYPES[name][1].search(part) for name in wanted) for part in (last, first)]
+    return f"{last} {first}" if typed[0] != typed[1] else None
+
+
 def question_kind(question: str) -> AnswerKind:
     """`overview` for questions about decisions, todos and the gist; `verbatim` for exact words and values."""
     return "overview" if _OVERVIEW_RE.search(question) else "verbatim"
@@ -267,9 +292,14 @@ class Answerer:
             lines = [self._quote(s.speaker, s.start, s.text) for s in ordered[:3]]
             text = "From the transcript:\n" + "\n".join(lines)
         else:
-            best, sentence, reason = self._best_sentence(meeting_id, tenant, question, hits, query_vectors)
+            best, sentence, reason, continued = self._best_sentence(meeting_id, tenant, question, hits,
+                                                                     query_vectors)
             reasons.setdefault(best.segment_id, reason)
-            ordered = [best] + [h.segment for h in hits if h.segment.segment_id != best.segment_id]
+            quoted = [best] if continued is None else [best, continued]
+            if continued is not None:
+                reasons.setdefault(continued.segment_id, f"the quote from {best.segment_id} runs on into it")
+            ids = {q.segment_id for q in quoted}
+            ordered = quoted + [h.segment for h in hits if h.segment.segment_id not in ids]
             text = self._quote(best.speaker, best.start, sentence)
         ordered = ordered[:MAX_CITATIONS]
         citations = tuple(Citation(s.segment_id, s.start, s.end, s.speaker, s.text) for s in ordered)
@@ -348,8 +378,9 @@ class Answerer:
         question: str,
         hits: Sequence[Hit],
         query_vectors: Mapping[str, np.ndarray] | None,
-    ) -> tuple[Segment, str, str]:
-        """Pick the sentence among the top hits and their neighbours that best answers the question.
+    ) -> tuple[Segment, str, str, Segment | None]:
+        """Pick the sentence among the top hits and their neighbours that best answers the question; the
+        last item is the next segment when the quote runs on into it (`_joined_span`), else None.
 
         Score = retrieval prior (fused score relative to the best hit) + the segment's cosine similarity to
         the question + the idf-weighted share of the question's terms the sentence holds + a bonus when it
@@ -368,10 +399,17 @@ class Answerer:
             cosines = self.search.similarities(meeting_id, query_vectors, [c[0].segment_id for c in candidates],
                                                tenant=tenant)
         w = self.weights
-        best: tuple[float, Segment, str, str] | None = None
+        following = _continuations([c[0] for c in candidates])
+        best: tuple[float, Segment, str, str, Segment | None] | None = None
         for segment, prior, reason in candidates:
             cosine = cosines.get(segment.segment_id, 0.0)
-            for sentence in _answer_spans(segment.text, wanted):
+            spans: list[tuple[str, Segment | None]] = [(x, None) for x in _answer_spans(segment.text, wanted)]
+            after = following.get(segment.segment_id)
+            if after is not None and wanted:
+                joined = _joined_span(segment.text, after.text, wanted)
+                if joined is not None:
+                    spans.append((joined, after))
+            for sentence, continued in spans:
                 terms = set(tokenizer.tokens(sentence))
                 overlap = sum(wt for t, wt in weights.items() if t in terms) / total
                 typed = any(_ANSWER_TYPES[name][1].search(sentence) for name in wanted)
@@ -379,9 +417,9 @@ class Answerer:
                 if asks_change and _STATES_CHANGE_RE.search(sentence):
                     score += w[3]
                 if best is None or score > best[0] + 1e-12:
-                    best = (score, segment, sentence, reason)
+                    best = (score, segment, sentence, reason, continued)
         assert best is not None
-        return best[1], best[2], best[3]
+        return best[1], best[2], best[3], best[4]
 
     @staticmethod
     def _quote(speaker: str | None, start: float, text: str) -> str:

@@ -160,6 +160,23 @@ class TestWithoutModel:
         assert '"Put the zeppelin workshop in your calendars. October 9th at 6.05 p.m."' in answer.answer
         assert answer.citations[0].text == said.text
 
+    def test_a_value_the_edge_cut_into_the_next_segment_is_quoted_across_both(
+            self, answerer: Answerer, meeting: TranscriptLog) -> None:
+        # The VAD cut at the speaker's pause; the next segment of the same device holds the date.
+        first = SegmentInput(seq=0, start=900.0, end=903.0, speaker=None,
+                             text="Yes, thanks. Before I forget, put the zeppelin workshop in your calendars.")
+        second = SegmentInput(seq=1, start=903.4, end=906.0, speaker=None,
+                              text="October 9th at 6.05pm. Sorry, you cut out there.")
+        far = SegmentInput(seq=2, start=990.0, end=992.0, speaker=None, text="November 2nd works for me.")
+        meeting.append(MEETING, "glasses-cut", [first, second, far])
+        answer = answerer.ask(MEETING, "What day is the zeppelin workshop?")
+        assert ('"Before I forget, put the zeppelin workshop in your calendars. October 9th at 6.05pm."'
+                in answer.answer)
+        stored = meeting.segments(MEETING)
+        ids = {s.text: s.segment_id for s in stored}
+        assert [c.segment_id for c in answer.citations[:2]] == [ids[first.text], ids[second.text]]
+        assert any("runs on" in block.reason for block in answer.manifest)
+
     def test_filters_limit_the_citations(self, answerer: Answerer, meeting: TranscriptLog) -> None:
         answer = answerer.ask(MEETING, "What about the aluminium casing?", filters=SearchFilters(speaker="Bob"))
         assert answer.citations and all(c.speaker == "Bob" for c in answer.citations)
