@@ -29,6 +29,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from .md_table import num, table
 from .retrieval import BenchDataError
 
 PARTS = ("qmsum", "locomo", "ami", "audio")
@@ -172,20 +173,11 @@ def _embedder_name(routes: Any) -> str | None:
 
 
 # -- Markdown -----------------------------------------------------------------------------------------------
-def _num(value: Any, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
-            *("| " + " | ".join(row) + " |" for row in rows)]
-
-
 def markdown(result: dict[str, Any]) -> list[str]:
     """The report's "Real corpora" section as Markdown lines (no trailing newline on each)."""
     parts = result.get("parts", {})
     out = ["## Real corpora", "",
-           f"Public corpora read in place from `{result.get('data')}`; {_num(result.get('wall_s'), 0)} s in all.", ""]
+           f"Public corpora read in place from `{result.get('data')}`; {num(result.get('wall_s'), 0)} s in all.", ""]
     out += _qmsum_md(parts.get("qmsum", {"skipped": "not run"}))
     out += _locomo_md(parts.get("locomo", {"skipped": "not run"}))
     out += _ami_md(parts.get("ami", {"skipped": "not run"}))
@@ -209,11 +201,11 @@ def _qmsum_md(part: dict[str, Any]) -> list[str]:
     out = [f"### {title}", "",
            f"{part['meetings']} {part['split']} meetings{subset}, {part['queries']} specific queries; hit@1 = the "
            f"first result lies in an annotated span, P@{k} = share of the first {k} inside. Embedder "
-           f"{part['embedder'] or 'none'}; random P@{k} {_num(part['random_baseline'].get(f'p@{k}'))}; "
+           f"{part['embedder'] or 'none'}; random P@{k} {num(part['random_baseline'].get(f'p@{k}'))}; "
            f"{part['wall_s']:.0f} s.", ""]
-    rows = [[_LABELS.get(name, name), _num(m["hit@1"]), _num(m[f"p@{k}"]), _num(m[f"hit@{k}"])]
+    rows = [[_LABELS.get(name, name), num(m["hit@1"]), num(m[f"p@{k}"]), num(m[f"hit@{k}"])]
             for name, m in part["methods"].items()]
-    out += _table(["method", "hit@1", f"P@{k}", f"hit@{k}"], rows)
+    out += table(["method", "hit@1", f"P@{k}", f"hit@{k}"], rows)
     return [*out, ""]
 
 
@@ -232,20 +224,20 @@ def _locomo_md(part: dict[str, Any]) -> list[str]:
            f"(categories 1-4; {unanswerable} unanswerable ones apart). recall@k = share of a question's evidence "
            f"turns among the first k results; any@k = at least one. Photo captions "
            f"{'included' if part['captions'] else 'left out (the words alone)'}. Random recall@5 "
-           f"{_num(part['random_baseline'].get('recall@5'))}; {part['wall_s']:.0f} s.", ""]
-    rows = [[_LABELS.get(name, name), *(_num(m["answerable"][key]) for key in ("recall@5", "recall@10", "any@5",
+           f"{num(part['random_baseline'].get('recall@5'))}; {part['wall_s']:.0f} s.", ""]
+    rows = [[_LABELS.get(name, name), *(num(m["answerable"][key]) for key in ("recall@5", "recall@10", "any@5",
                                                                                "any@10"))]
             for name, m in part["methods"].items()]
-    out += _table(["method", "recall@5", "recall@10", "any@5", "any@10"], rows)
+    out += table(["method", "recall@5", "recall@10", "any@5", "any@10"], rows)
     categories = list(next(iter(part["methods"].values()))["by_category"]) if part["methods"] else []
     if categories:
         out += ["", "recall@5 per category (n):", ""]
         rows = [[f"{c} ({part['methods'][next(iter(part['methods']))]['by_category'][c]['n']})",
-                 *(_num(m["by_category"][c]["recall@5"]) for m in part["methods"].values())] for c in categories]
-        out += _table(["category", *part["methods"]], rows)
+                 *(num(m["by_category"][c]["recall@5"]) for m in part["methods"].values())] for c in categories]
+        out += table(["category", *part["methods"]], rows)
     errata = part.get("errata")
     if errata:
-        cells = ", ".join(f"{name} {_num(m.get('answerable_errata', {}).get('recall@5'))}"
+        cells = ", ".join(f"{name} {num(m.get('answerable_errata', {}).get('recall@5'))}"
                           for name, m in part["methods"].items())
         out += ["", f"Against the corrected evidence of a third-party audit (unverified; {errata['questions_changed']} "
                     f"questions changed): recall@5 {cells}."]
@@ -264,9 +256,9 @@ def _ami_md(part: dict[str, Any]) -> list[str]:
     rows = []
     for kind in ("todos", "decisions"):
         f = part[kind]
-        rows.append([kind, str(f["counts"]["extracted"]), str(f["counts"]["gold"]), _num(f["evidence"]["precision"]),
-                     _num(f["evidence"]["recall"]), _num(f["text"]["precision"]), _num(f["text"]["recall"])])
-    out += _table(["ledger", "extracted", "gold", "precision (evidence)", "recall (evidence)", "precision (text)",
+        rows.append([kind, str(f["counts"]["extracted"]), str(f["counts"]["gold"]), num(f["evidence"]["precision"]),
+                     num(f["evidence"]["recall"]), num(f["text"]["precision"]), num(f["text"]["recall"])])
+    out += table(["ledger", "extracted", "gold", "precision (evidence)", "recall (evidence)", "precision (text)",
                    "recall (text)"], rows)
     return [*out, ""]
 
@@ -279,7 +271,7 @@ def _audio_md(part: dict[str, Any]) -> list[str]:
     out = [f"### {title}", "",
            f"{len(part['clips'])} clips through the edge pipeline ({part['asr']}); case and punctuation "
            f"normalised, Mandarin scored by characters; cleaned text (raw Whisper text in brackets). RTF "
-           f"{_num(part['rtf'])}; {part['wall_s']:.0f} s.", ""]
+           f"{num(part['rtf'])}; {part['wall_s']:.0f} s.", ""]
     rows = []
     for lang, metric in (("en", "WER"), ("zh", "CER")):
         pooled, raw = part["overall"].get(f"{lang}_{metric}"), part["overall"].get(f"{lang}_{metric}_raw")
@@ -287,6 +279,6 @@ def _audio_md(part: dict[str, Any]) -> list[str]:
             continue
         clips = [c for c in part["clips"] if c["language"] == lang]
         rows.append([lang, metric, str(len(clips)), f"{sum(c['audio_s'] for c in clips):.0f}",
-                     f"{_num(pooled['rate'])} ({_num(raw['rate'] if raw else None)})"])
-    out += _table(["language", "metric", "clips", "seconds", "pooled rate"], rows)
+                     f"{num(pooled['rate'])} ({num(raw['rate'] if raw else None)})"])
+    out += table(["language", "metric", "clips", "seconds", "pooled rate"], rows)
     return [*out, ""]

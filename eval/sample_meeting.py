@@ -219,7 +219,7 @@ def synthesise_utterance(utterance: Utterance, raw_wav: Path, voice: Voice | Non
 
 def resample_utterance(raw_wav: Path, clip_wav: Path) -> None:
     """16 kHz mono 16-bit; -D (no dither) and -R (repeatable) keep the output byte-identical."""
-    command = ["sox", "-R", "-D", str(raw_wav), "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", str(clip_wav)]
+    command = ["sox", "-V1", "-R", "-D", str(raw_wav), "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", str(clip_wav)]
     subprocess.run(command, check=True)
 
 

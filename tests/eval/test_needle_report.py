@@ -47,3 +47,33 @@ def test_eval_report_refuses_bad_lengths_and_languages(tmp_path: Path, run_cli: 
         result = run_cli("eval", "report", "--out", str(tmp_path / "r"), flag, value, db=None)
         assert result.returncode == 2 and flag in result.stderr
     assert not (tmp_path / "r").exists()
+
+
+def _result(lang: str, hours: float, recall: float, by_wording: dict[str, float], *, source: str = "text",
+            noise: float = 0.0, kept: tuple[int, float, float] = (0, 0.0, 0.0)) -> dict[str, Any]:
+    questions, raw, l2 = kept
+    return {"meeting": {"lang": lang, "hours": hours, "source": source, "noise": noise},
+            "methods": {"meetmem": {"recall_at_k": recall}},
+            "by_wording": {w: {"questions": 10, "recall_at_k": {"meetmem": v}} for w, v in by_wording.items()},
+            "drift": {"on_kept": {"l2": {"questions": questions, "raw_retrieval": raw if questions else None,
+                                         "l2_answer": l2 if questions else None}}}}
+
+
+def test_targets_are_checked_overall_and_per_wording_on_clean_meetings_only() -> None:
+    from meetmem.eval.needle_report_md import targets
+
+    results = [
+        _result("en", 4.0, 0.91, {"as_said": 0.99, "reworded": 0.83}, kept=(3, 1.0, 1.0)),
+        _result("en", 4.0, 0.10, {}, noise=0.1),  # noisy: no target speaks to it
+        _result("zh", 1.0, 0.20, {}),  # not 4 hours
+        _result("en", 0.5, 0.92, {}, source="audio", kept=(1, 1.0, 0.0)),
+    ]
+    checks = {(c["target"].split(" on ")[-1], c["meeting"]): (c["value"], c["met"]) for c in targets(results)}
+    assert checks[("a 4-hour English day from text", "en 4 h, all questions")] == (0.91, False)
+    assert checks[("a 4-hour English day from text", "en 4 h, as_said (10 questions)")] == (0.99, True)
+    assert checks[("a 4-hour English day from text", "en 4 h, reworded (10 questions)")] == (0.83, False)
+    assert checks[("an English meeting from audio", "en 0.5 h audio, all questions")] == (0.92, True)
+    assert not any("zh" in meeting or "noise" in meeting for _, meeting in checks)
+    [l2] = [c for c in targets(results) if "L2" in c["target"]]
+    # 4 questions pooled: raw 4/4, from L2 alone 3/4: 25 points apart.
+    assert (l2["value"], l2["met"], l2["raw_retrieval"], l2["l2_answer"]) == (25.0, False, 1.0, 0.75)
