@@ -3,8 +3,8 @@
 Each utterance the VAD closes is transcribed, cleaned and stored in the outbox in one transaction with the
 capture position, then the uploader is nudged; capture never waits for the network. A restarted capture of
 the same file resumes after the last utterance it stored, so a kill -9 costs at most the utterance in
-flight, transcribed again, never a duplicate. A live source (microphone, standard input) cannot be
-replayed: a restart continues the meeting's clock from where the previous run stopped.
+flight, transcribed again, never a duplicate. A live source (microphone, standard input, a WebSocket
+stream) cannot be replayed: a restart continues the meeting's clock from where the previous run stopped.
 """
 
 from __future__ import annotations
@@ -81,8 +81,10 @@ class CaptureStatus:
 
 def source_id(input_name: str) -> str:
     """The identity of an input for resuming: a file by the sha256 of its bytes, a live source by name."""
-    if input_name in ("-", "mic"):
+    if input_name in ("-", "mic", "frame"):
         return f"live:{input_name}"
+    if input_name == "ws" or input_name.startswith("ws://"):
+        return "live:ws"  # a phone's stream, whatever address it is served on
     digest = hashlib.sha256()
     with open(input_name, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

@@ -26,7 +26,8 @@ def read_microphone(*, chunk_seconds: float = 0.1, device: int | str | None = No
         import sounddevice
     except (ImportError, OSError) as exc:  # OSError: the PortAudio library itself is missing
         raise ModelUnavailable("sounddevice", f"microphone input is not available ({exc})",
-                               hint="pip install sounddevice (and the system's PortAudio library)") from exc
+                               hint="pip install sounddevice, and the system's PortAudio library "
+                               "(apt-get install libportaudio2)") from exc
     blocks: queue.Queue[bytes] = queue.Queue(maxsize=max(1, int(max_queue_seconds / chunk_seconds)))
     overflows = 0
 
@@ -49,12 +50,12 @@ def read_microphone(*, chunk_seconds: float = 0.1, device: int | str | None = No
             yield np.frombuffer(blocks.get(), dtype="<i2").astype(np.int16)
 
 
-def record_until(stop: threading.Event, *, max_seconds: float = 30.0) -> np.ndarray:
+def record_until(stop: threading.Event, *, max_seconds: float = 30.0, device: int | str | None = None) -> np.ndarray:
     """Push-to-talk: microphone audio until `stop` is set (the key released) or `max_seconds` pass, as
     float32 in [-1, 1)."""
     chunks: list[np.ndarray] = []
     total = 0
-    for chunk in read_microphone():
+    for chunk in read_microphone(device=device):
         chunks.append(chunk)
         total += len(chunk)
         if stop.is_set() or total >= max_seconds * SAMPLE_RATE:

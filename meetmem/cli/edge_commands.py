@@ -99,11 +99,21 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.edge.sync import CloudClient, SyncOptions, Uploader
 
     cloud, token = _cloud_and_token(args)
-    live = args.input in ("-", "mic")
-    if args.input == "mic":
+    stream = args.input == "ws" or args.input.startswith(("ws://", "wss://"))
+    live = args.input in ("-", "mic", "frame") or stream
+    ws_input = glasses = None
+    if stream:
+        ws_input = _websocket_input(args, quiet=ctx.quiet)  # parsed now; listening once the model is loaded
+        chunks = ws_input.chunks()
+    elif args.input == "frame":
+        from meetmem.edge.frame_glasses import frame_chunks
+
+        glasses = _frame_glasses(args)  # connected once the model is loaded
+        chunks = frame_chunks(glasses)
+    elif args.input == "mic":
         from meetmem.edge.microphone import read_microphone
 
-        chunks = read_microphone()
+        chunks = read_microphone(device=_mic_device(args))
     elif args.input == "-":
         chunks = audio.read_pcm_stream(sys.stdin.buffer)
     else:
@@ -124,15 +134,32 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
     status_line = StatusLine(outbox, uploader, enabled=not ctx.quiet)
     agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id=args.meeting, language=asr.options.language,
                                                      glossary=glossary, speaker=args.speaker),
-                         on_segment=lambda _: uploader.notify(), on_status=status_line)
-    uploader.start()
+                         on_segment=lambda segment: _stored(segment, uploader, glasses), on_status=status_line)
     try:
+        if glasses is not None:
+            if not ctx.quiet:
+                note(f"connecting to the Frame glasses{' ' + repr(args.frame_name) if args.frame_name else ''} ...")
+            glasses.connect()
+        if ws_input is not None:
+            ws_input.start()
+            if not ctx.quiet:
+                note(f"listening for an audio stream on {ws_input.url} (the message {{\"end\": true}} ends the "
+                     "meeting; Ctrl-C stops)")
+        uploader.start()
+        # A stream's first audio may come long after the start: no wall-clock anchor for its latencies.
         status = agent.run(chunks, source=source, live=live,
-                           anchor=time.time() if (live or args.realtime) else None)
+                           anchor=time.time() if (args.input in ("-", "mic") or args.realtime) else None)
         status_line(status, force=True)
         drained = uploader.drain(timeout=args.timeout)
         status_line(status, force=True)
     finally:
+        if ws_input is not None:
+            ws_input.close()
+        if glasses is not None:
+            glasses.wait_displayed(2.0)
+            glasses.close()
+            if glasses.disconnected.is_set() and not ctx.quiet:
+                note("the glasses disconnected; capture stopped")
         status_line.done()
         uploader.stop()
         client.close()
@@ -158,15 +185,67 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
+def _stored(segment: Any, uploader: Any, glasses: Any) -> None:
+    """After each stored segment: nudge the uploader, and show the line on the glasses when they are the input."""
+    uploader.notify()
+    if glasses is not None:
+        glasses.show_caption(segment.text)
+
+
+def _mic_device(args: argparse.Namespace) -> int | str | None:
+    """--mic-device, else MEETMEM_MIC_DEVICE, else PortAudio's default input; digits are a device index."""
+    device = getattr(args, "mic_device", None) or os.environ.get("MEETMEM_MIC_DEVICE") or None
+    return int(device) if device is not None and device.isdigit() else device
+
+
+def _frame_glasses(args: argparse.Namespace) -> Any:
+    """The Brilliant Labs Frame glasses `--input frame` / `--audio frame` name (not connected yet)."""
+    from meetmem.edge.frame_glasses import FrameGlasses, FrameOptions
+
+    return FrameGlasses(FrameOptions(name=args.frame_name, sample_rate=args.frame_rate))
+
+
+def _websocket_input(args: argparse.Namespace, *, quiet: bool) -> Any:
+    """The WebSocket input `--input ws://HOST:PORT` names (not listening yet)."""
+    from meetmem.edge.websocket_input import WebSocketInput, WebSocketOptions, parse_ws_address
+
+    host, port = parse_ws_address(args.input)
+    ws_token = args.ws_token or os.environ.get("MEETMEM_WS_TOKEN") or None
+    if not ws_token and host not in ("127.0.0.1", "localhost", "::1") and not quiet:
+        note(f"warning: anyone who can reach {host}:{port} can stream audio into this meeting; set --ws-token "
+             "(or MEETMEM_WS_TOKEN) and give the phone app the same token")
+    return WebSocketInput(WebSocketOptions(host=host, port=port, token=ws_token))
+
+
 def cmd_edge_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.edge import audio
-    from meetmem.edge.sync import CloudClient
 
     cloud, token = _cloud_and_token(args)
+    glasses = None
     if args.audio == "mic":
-        samples = _push_to_talk()
+        samples = _push_to_talk(_mic_device(args))
+    elif args.audio == "frame":
+        from meetmem.edge.frame_glasses import record_question
+
+        glasses = _frame_glasses(args).connect()
+        try:
+            samples = record_question(glasses)  # tap, speak, tap
+        except BaseException:
+            glasses.close()
+            raise
     else:
         samples = audio.decode_file(args.audio)
+    try:
+        return _answer_spoken_question(args, ctx, samples, cloud, token, glasses)
+    finally:
+        if glasses is not None:
+            glasses.close()
+
+
+def _answer_spoken_question(args: argparse.Namespace, ctx: CommandContext, samples: Any, cloud: str, token: str,
+                            glasses: Any) -> int:
+    from meetmem.edge.sync import CloudClient
+
     if not ctx.quiet:
         note(f"loading the Whisper {args.model} model ...")
     asr = _asr(args)
@@ -184,6 +263,9 @@ def cmd_edge_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         client.close()
     answer["transcribed_question"] = question
+    if glasses is not None:
+        glasses.show_answer(answer["answer"])
+        glasses.wait_displayed()
     if args.json:
         emit_json(answer)
     else:
@@ -191,7 +273,7 @@ def cmd_edge_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def _push_to_talk() -> Any:
+def _push_to_talk(device: int | str | None = None) -> Any:
     """Record from the microphone from now until Enter is pressed (at most 30 s)."""
     import threading
 
@@ -205,7 +287,7 @@ def _push_to_talk() -> Any:
 
     note("recording your question: press Enter when you have finished speaking")
     threading.Thread(target=wait_for_enter, name="push-to-talk", daemon=True).start()
-    return record_until(stop)
+    return record_until(stop, device=device)
 
 
 def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -223,13 +305,31 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     asr.add_argument("--beam", type=int, default=1, help="beam size (1: greedy, fastest; default 1)")
     asr.add_argument("--threads", type=int, default=2, help="CPU threads for the recogniser (default 2)")
     asr.add_argument("--glossary", default=None, help="comma-separated names and terms to spell right")
+    asr.add_argument("--mic-device", default=None, metavar="NAME",
+                     help="the microphone for `mic`: an input device name as PortAudio lists it, or its number "
+                     "(env MEETMEM_MIC_DEVICE; default: the system's default input)")
+    asr.add_argument("--frame-name", default=None, metavar="NAME",
+                     help="the Frame glasses for `frame`, by Bluetooth name such as 'Frame 4F' (default: the "
+                     "first found)")
+    asr.add_argument("--frame-rate", type=int, choices=(8000, 16000), default=8000,
+                     help="the Frame microphone's sample rate (default 8000; 16000 may stutter over Bluetooth)")
 
     p = edge_sub.add_parser("run", parents=[common, asr], help="capture a meeting and sync it to the cloud",
-                            description="Capture speech from a file, the microphone (`mic`) or raw 16 kHz 16-bit "
-                            "mono PCM on stdin (`-`), transcribe it, keep every segment in a durable outbox and "
-                            "sync it to the cloud. For a file it returns once the cloud acknowledged every "
-                            f"segment, or exits {EXIT_PENDING} after --timeout with them safe in the outbox.")
-    p.add_argument("--input", required=True, help="an audio file (WAV, FLAC, Ogg, ...), `mic` or `-`")
+                            description="Capture speech from a file, the microphone (`mic`), raw 16 kHz 16-bit "
+                            "mono PCM on stdin (`-`), Frame glasses (`frame`) or a phone app's WebSocket stream "
+                            "(`ws://HOST:PORT`: PCM or Opus, see meetmem.edge.websocket_input for the protocol), "
+                            "transcribe it, keep every "
+                            "segment in a durable outbox and sync it to the cloud. For a file it returns once the "
+                            f"cloud acknowledged every segment, or exits {EXIT_PENDING} after --timeout with them "
+                            "safe in the outbox.")
+    p.add_argument("--input", required=True,
+                   help="an audio file (WAV, FLAC, Ogg, ...), `mic`, `-`, `frame` (Brilliant Labs Frame glasses over "
+                   "Bluetooth: their microphone, live captions on their display; extra `frame`), or "
+                   "`ws://HOST:PORT` to take a stream from a phone app (`ws`: ws://127.0.0.1:8765; bind 0.0.0.0 "
+                   "for a phone on the LAN, with --ws-token)")
+    p.add_argument("--ws-token", default=None,
+                   help="a shared secret a WebSocket client must send (`Authorization: Bearer TOKEN` or "
+                   "`?token=TOKEN`; env MEETMEM_WS_TOKEN)")
     p.add_argument("--outbox", default=None, help="the outbox file (default: the user data directory)")
     p.add_argument("--outbox-max-mb", type=int, default=256, help="the outbox's size bound (default 256 MB)")
     p.add_argument("--timeout", type=float, default=120.0,
@@ -246,6 +346,7 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
                             description="Transcribe a spoken question on the device and ask the cloud; prints "
                             "the answer with `transcribed_question`.")
     p.add_argument("--audio", required=True,
-                   help="the question as an audio file, or `mic`: push-to-talk (speak, then press Enter)")
+                   help="the question as an audio file, `mic`: push-to-talk (speak, then press Enter), or `frame`: "
+                   "tap the Frame glasses, speak, tap again; the answer shows on their display")
     p.add_argument("--explain", action="store_true", help="also return the manifest of the context used")
     p.set_defaults(func=cmd_edge_ask)
