@@ -309,7 +309,7 @@ class WebSocketInput:
             given = parse_qs(urlsplit(request.path).query).get("token", [""])[0]
         if given and hmac.compare_digest(given.encode(), token.encode()):
             return None
-        log.warning("refused an audio stream from %s: missing or wrong token", connection.remote_address)
+        log.warning("refused an audio stream from %s: missing or wrong token", _peer(connection))
         return connection.respond(HTTPStatus.UNAUTHORIZED,
                                   "missing or wrong token: send Authorization: Bearer TOKEN or ?token=TOKEN\n")
 
@@ -321,19 +321,18 @@ class WebSocketInput:
             if refusal is None:
                 self._active = connection
         if refusal is not None:
-            log.warning("refused an audio stream from %s: %s", connection.remote_address, refusal[1])
+            log.warning("refused an audio stream from %s: %s", _peer(connection), refusal[1])
             connection.close(*refusal)
             return
         try:
             self._receive(connection)
         finally:
-            with self._lock:
-                self._active = None
+            self._release(connection)
 
     def _receive(self, connection: Any) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        peer = connection.remote_address
+        peer = _peer(connection)
         pending: list[np.ndarray] = []
         decoder: _Decoder | None = None
         try:
@@ -350,6 +349,7 @@ class WebSocketInput:
                         self._push(pending, decoder.flush(), final=True)
                         decoder = None
                         self._finish()
+                        self._release(connection)
                         connection.close(CLOSE_END, "end of stream")
                         return
                     raise _Rejected(CLOSE_INVALID, 'unexpected text message: send audio as binary messages, '
@@ -358,17 +358,29 @@ class WebSocketInput:
             log.info("the audio stream from %s closed without an end message; waiting for the next one", peer)
         except _Rejected as exc:
             log.warning("closed the audio stream from %s (%d): %s", peer, exc.code, exc.reason)
+            self._keep(pending, decoder)
+            decoder = None  # kept: the resampler is flushed once
+            self._release(connection)  # before the close: a client that reconnects at once is not "busy"
             connection.close(exc.code, _fit_reason(exc.reason))
         except _Stopping:
             connection.close(CLOSE_GOING_AWAY, "the edge agent is stopping")
         except ConnectionClosed as exc:
             log.info("the audio stream from %s was cut off (%s); waiting for the next one", peer, exc)
         finally:
-            # What arrived before any failure is good audio: it is captured.
-            try:
-                self._push(pending, decoder.flush() if decoder is not None else np.zeros(0, np.int16), final=True)
-            except _Stopping:
-                pass
+            self._keep(pending, decoder)
+
+    def _keep(self, pending: list[np.ndarray], decoder: _Decoder | None) -> None:
+        """Queue what the stream still holds: what arrived before any failure is good audio."""
+        try:
+            self._push(pending, decoder.flush() if decoder is not None else np.zeros(0, np.int16), final=True)
+        except _Stopping:
+            pass
+
+    def _release(self, connection: Any) -> None:
+        """Free the one-stream slot, once this connection's audio is all queued."""
+        with self._lock:
+            if self._active is connection:
+                self._active = None
 
     def _push(self, pending: list[np.ndarray], samples: np.ndarray, *, final: bool = False) -> None:
         """Queue the stream's samples in `chunk_seconds` chunks (the rest too when `final`)."""
@@ -419,3 +431,12 @@ def _fit_reason(reason: str) -> str:
     """A close reason fits in 123 bytes of UTF-8 (RFC 6455, 5.5.1)."""
     encoded = reason.encode()
     return reason if len(encoded) <= 123 else encoded[:120].decode(errors="ignore") + "..."
+
+
+def _peer(connection: Any) -> Any:
+    """The client's address for the log. A client that sent its audio and hung up before its handler ran
+    has a closed socket (getpeername fails) but its messages are still buffered and must be read."""
+    try:
+        return connection.remote_address
+    except OSError:
+        return "a client that has already disconnected"
