@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
+import textwrap
 import wave
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -167,3 +169,31 @@ def base_asr(tmp_path_factory: pytest.TempPathFactory) -> WhisperASR:
 def tiny_asr() -> WhisperASR:
     """The real English tiny model, loaded once."""
     return WhisperASR(ASROptions(model="tiny.en", cpu_threads=2))
+
+
+#: `meetmem` with the cloud's and the index's packages blocked from import, as on a board with the `edge`
+#: extra alone; it also fails if any of them was imported by the end.
+BLOCKED_CLI = textwrap.dedent('''
+    import importlib.abc, sys
+    BLOCKED = ("torch", "fastapi", "faiss", "sentence_transformers", "transformers", "uvicorn", "starlette",
+               "meetmem.cloud", "meetmem.store.index", "jieba", "rank_bm25")
+
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if any(name == b or name.startswith(b + ".") for b in BLOCKED):
+                raise ImportError(f"{name} is blocked on the edge")
+            return None
+
+    sys.meta_path.insert(0, Block())
+    from meetmem.cli import main
+    code = main(sys.argv[1:])
+    loaded = [m for m in sys.modules if any(m == b or m.startswith(b + ".") for b in BLOCKED)]
+    assert not loaded, loaded
+    sys.exit(code)
+''')
+
+
+@pytest.fixture
+def blocked_cli() -> list[str]:
+    """The command line that starts `meetmem` with the cloud's packages blocked (append its arguments)."""
+    return [sys.executable, "-c", BLOCKED_CLI]

@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -148,36 +146,18 @@ def test_a_cloud_down_at_the_start_gets_everything_once(serve_factory: Callable[
     assert len(rows) == len(SENTENCES)
 
 
-BLOCKER = textwrap.dedent('''
-    import importlib.abc, sys
-    BLOCKED = ("torch", "fastapi", "faiss", "sentence_transformers", "transformers", "uvicorn", "starlette",
-               "meetmem.cloud", "meetmem.store.index", "jieba", "rank_bm25")
-
-    class Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if any(name == b or name.startswith(b + ".") for b in BLOCKED):
-                raise ImportError(f"{name} is blocked on the edge")
-            return None
-
-    sys.meta_path.insert(0, Block())
-    from meetmem.cli import main
-    code = main(sys.argv[1:])
-    loaded = [m for m in sys.modules if any(m == b or m.startswith(b + ".") for b in BLOCKED)]
-    assert not loaded, loaded
-    sys.exit(code)
-''')
 
 
 def test_edge_commands_run_with_the_cloud_packages_blocked(server: Any, meeting_audio: Any, make_speech: Any,
-                                                           tmp_path: Path) -> None:
+                                                           tmp_path: Path, blocked_cli: list[str]) -> None:
     token = server.token("acme")
-    run = subprocess.run([sys.executable, "-c", BLOCKER, "edge", "run", "--input", str(meeting_audio.path),
+    run = subprocess.run([*blocked_cli, "edge", "run", "--input", str(meeting_audio.path),
                           "--meeting", "blocked", "--cloud", server.url, "--token", token, "--outbox",
                           str(tmp_path / "outbox.db"), "-q", *COMMON],
                          capture_output=True, text=True, env=_env(), timeout=300)
     assert run.returncode == 0, run.stderr
     question = make_speech("When will Priya send the budget?", speed=140)
-    ask = subprocess.run([sys.executable, "-c", BLOCKER, "edge", "ask", "--audio", str(question.path), "--meeting",
+    ask = subprocess.run([*blocked_cli, "edge", "ask", "--audio", str(question.path), "--meeting",
                           "blocked", "--cloud", server.url, "--token", token, "--json", "-q", *COMMON],
                          capture_output=True, text=True, env=_env(), timeout=300)
     assert ask.returncode == 0, ask.stderr

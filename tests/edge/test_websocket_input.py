@@ -11,8 +11,6 @@ import os
 import queue
 import re
 import subprocess
-import sys
-import textwrap
 import threading
 import wave
 from collections.abc import Iterator
@@ -303,33 +301,18 @@ def test_a_streamed_sentence_reaches_the_outbox(tiny_asr: Any, budget_speech: An
     assert abs(stored[0].start - (1.0 + start)) < 0.5 and abs(stored[0].end - (1.0 + end)) < 0.6
 
 
-BLOCKER = textwrap.dedent('''
-    import importlib.abc, sys
-    BLOCKED = ("torch", "fastapi", "faiss", "sentence_transformers", "transformers", "uvicorn", "starlette",
-               "meetmem.cloud", "meetmem.store.index", "jieba", "rank_bm25")
-
-    class Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if any(name == b or name.startswith(b + ".") for b in BLOCKED):
-                raise ImportError(f"{name} is blocked on the edge")
-            return None
-
-    sys.meta_path.insert(0, Block())
-    from meetmem.cli import main
-    sys.exit(main(sys.argv[1:]))
-''')
 
 
 @pytest.mark.model
 def test_edge_run_takes_a_phone_stream_to_the_cloud(serve_factory: Any, meetmem_cli: Any, budget_speech: Any,
-                                                    tmp_path: Path) -> None:
+                                                    tmp_path: Path, blocked_cli: list[str]) -> None:
     """`meetmem edge run --input ws://127.0.0.1:0` with the cloud's packages blocked: a token-checked stream
     ends with {"end": true}, the command returns once the cloud has the segment."""
     serve = serve_factory()
     serve.start()
     token = meetmem_cli("token", "create", "--tenant", "acme", db=serve.db).stdout.strip()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEETMEM_WS_TOKEN": "phone-secret"}
-    proc = subprocess.Popen([sys.executable, "-c", BLOCKER, "edge", "run", "--input", "ws://127.0.0.1:0",
+    proc = subprocess.Popen([*blocked_cli, "edge", "run", "--input", "ws://127.0.0.1:0",
                              "--meeting", "phone", "--cloud", serve.url, "--token", token, "--outbox",
                              str(tmp_path / "outbox.db"), "--model", "tiny.en", "--language", "en", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
