@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .measure import patched, proc_status
+from .measure import db_bytes, patched, proc_status
 from .serve_process import ServeBenchError, Server, machine_cpu_ticks
 
 if TYPE_CHECKING:
@@ -90,11 +90,13 @@ def _pin(cores: int | None) -> list[int] | None:
 
 def capture(job: dict[str, Any]) -> dict[str, Any]:
     """Run the job (see the module docstring); returns the figures."""
+    # Pinned before the imports: numpy's BLAS starts its threads when imported, and a thread keeps the
+    # affinity it was created with (run_edge pins the whole process before it starts, as taskset does).
+    pinned = _pin(job.get("pin_cores"))
     from meetmem.edge.agent import CaptureOptions
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.outbox import Outbox
 
-    pinned = _pin(job.get("pin_cores"))
     language = job.get("language")
     t0 = time.perf_counter()
     asr = WhisperASR(ASROptions(model=job["model"], cpu_threads=int(job.get("threads", 2)),
@@ -107,14 +109,18 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
         for number, item in enumerate(job["inputs"]):
             options = CaptureOptions(meeting_id=item["meeting"], language=asr.options.language, glossary=glossary,
                                      **packing)
-            outbox = Outbox(Path(tmp) / f"outbox-{number}.db")
+            path = Path(tmp) / f"outbox-{number}.db"
+            outbox = Outbox(path)
             try:
                 out["inputs"].append(_capture_one(item, asr, outbox, options, paced=bool(job.get("paced")),
                                                   cloud=job.get("cloud")))
             finally:
                 outbox.close()
+            # What the outbox file holds once closed (its WAL checkpointed): the disk a run leaves behind.
+            out["inputs"][-1]["outbox_bytes"] = db_bytes(path)
     status = proc_status()
     out["peak_rss_mb"] = status.get("VmHWM")
+    out["peak_vm_mb"] = status.get("VmPeak")
     out["rss_at_end_mb"] = status.get("VmRSS")
     out["heavy_modules_loaded"] = sorted(m for m in ("torch", "fastapi", "faiss", "sentence_transformers")
                                          if m in sys.modules)
@@ -192,7 +198,7 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "call_audio_s": [round(u["audio_s"], 3) for u in calls],
         "agent_latencies_s": [round(x, 4) for x in status.latencies],
         "uploader_acks": len(uploader.ack_times) if uploader is not None else None,
-        "drained": drained, "pending_after": outbox.stats().pending,
+        "drained": drained, "pending_after": outbox.stats().pending, "outbox_text_bytes": outbox.stats().bytes,
         "deliveries": [(n, round(at, 4)) for n, at in deliveries] if paced else None,
     }
 
@@ -202,12 +208,31 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
 # ------------------------------------------------------------------------------------------------------
 
 
-def run_edge(job: dict[str, Any]) -> dict[str, Any]:
-    """One `edge_process` run; adds its wall time, its CPU time and the CPU every other process used."""
+def run_edge(job: dict[str, Any], *, address_space: int | None = None) -> dict[str, Any]:
+    """One `edge_process` run; adds its wall time, its CPU time and the CPU every other process used.
+
+    Args:
+        address_space: a cap on the process's virtual memory in bytes (RLIMIT_AS, as `prlimit --as`), set in
+            the child before it starts Python; None: no cap. The job's `pin_cores` is applied there too.
+
+    Raises:
+        ServeBenchError: the process failed (under a cap: the cap was too small).
+    """
     usage0, ticks0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), machine_cpu_ticks(), time.perf_counter()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+    cores = job.get("pin_cores")
+
+    def before_exec() -> None:
+        # As `taskset` and `prlimit` do: set before the interpreter starts, so every thread inherits them.
+        if cores and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
     proc = subprocess.run([sys.executable, "-m", "meetmem.eval.edge_process"], input=json.dumps(job),
-                          capture_output=True, text=True, env=env)
+                          capture_output=True, text=True, env=env,
+                          preexec_fn=before_exec if cores or address_space is not None else None)
     wall = time.perf_counter() - t0
     usage1, ticks1 = resource.getrusage(resource.RUSAGE_CHILDREN), machine_cpu_ticks()
     if proc.returncode != 0:

@@ -158,7 +158,7 @@ def proc_status() -> dict[str, float]:
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
-                if line.startswith(("VmHWM:", "VmRSS:")):
+                if line.startswith(("VmHWM:", "VmRSS:", "VmPeak:")):
                     key, value = line.split(":", 1)
                     out[key] = round(int(value.split()[0]) / 1024.0, 1)
     except OSError:
