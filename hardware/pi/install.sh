@@ -13,7 +13,8 @@
 #     the first boot does not have to
 #   - /etc/alsa/conf.d/60-meetmem.conf: the ALSA PCM `meetmem_mic`, the card named by --mic (as
 #     `arecord -l` names it: `card 1: Device [...]` is `Device`) resampled to 16 kHz mono by the plug layer
-#   - /etc/meetmem/edge.env (root:root 0600): MEETMEM_CLOUD and MEETMEM_TOKEN; written once, never overwritten
+#   - /etc/meetmem/edge.env (root:root 0600): MEETMEM_CLOUD and MEETMEM_TOKEN, and the Whisper model for the
+#     board (tiny.en on 4 threads on a Pi 4, base on 2 elsewhere); written once, never overwritten
 #   - /var/lib/meetmem: the outbox, on the SD card, kept across reboots
 #   - meetmem-edge.service, enabled at boot and started (unless edge.env still holds placeholders)
 #
@@ -47,6 +48,8 @@ MIC=""
 CLOUD=""
 SOURCE=""
 ENV_READY=0
+MODEL=base
+THREADS=2
 
 usage() {
     sed -n '2,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
@@ -172,10 +175,31 @@ install_meetmem() {
     run "$VENV/bin/python" -c 'import importlib.util, sys; sys.exit("torch is installed: the edge must not pull it in" if importlib.util.find_spec("torch") else 0)'
 }
 
+# The Whisper model and threads for this board (hardware/README.md, "Resource budget"): base cannot keep up
+# with continuous speech on a Pi 4's Cortex-A72, tiny.en (English only) can on its 4 cores; a Pi 5 runs base
+# on 2. An existing edge.env's MEETMEM_MODEL / MEETMEM_THREADS win, then the installer's environment.
+choose_model() {
+    local board="" kept_model="" kept_threads=""
+    if [[ -r $ROOT/proc/device-tree/model ]]; then
+        board=$(tr -d '\0' <"$ROOT/proc/device-tree/model")
+    fi
+    if [[ -r $ROOT$ENV_FILE ]]; then
+        kept_model=$(sed -n 's/^MEETMEM_MODEL=//p' "$ROOT$ENV_FILE" | tail -n 1)
+        kept_threads=$(sed -n 's/^MEETMEM_THREADS=//p' "$ROOT$ENV_FILE" | tail -n 1)
+    fi
+    case $board in
+        "Raspberry Pi 4"* | "Raspberry Pi Compute Module 4"*) MODEL=tiny.en THREADS=4 ;;  # and the Pi 400
+        *) MODEL=base THREADS=2 ;;
+    esac
+    MODEL=${kept_model:-${MEETMEM_MODEL:-$MODEL}}
+    THREADS=${kept_threads:-${MEETMEM_THREADS:-$THREADS}}
+    note "board: ${board:-unknown}; Whisper model $MODEL on $THREADS threads"
+}
+
 # Join the Whisper weights as the service user, with the service's cache directory, and load them once.
 prefetch_weights() {
     run runuser -u "$SERVICE_USER" -- env XDG_CACHE_HOME=/var/cache HF_HUB_OFFLINE=1 "$VENV/bin/python" -c \
-        'from meetmem.edge.asr import ASROptions, WhisperASR; WhisperASR(ASROptions(model="base")); print("Whisper base ready")'
+        "from meetmem.edge.asr import ASROptions, WhisperASR; WhisperASR(ASROptions(model='$MODEL')); print('Whisper $MODEL ready')"
 }
 
 configure_microphone() {
@@ -223,6 +247,9 @@ MEETMEM_TOKEN=${MEETMEM_TOKEN:-$PLACEHOLDER_TOKEN}
 #MEETMEM_MEETING=room-1
 # The microphone: an input device name as PortAudio lists it (default: meetmem_mic, see $ALSA_CONF).
 #MEETMEM_MIC_DEVICE=meetmem_mic
+# Whisper for this board (tiny.en is English only; base also Chinese): see hardware/README.md.
+MEETMEM_MODEL=$MODEL
+MEETMEM_THREADS=$THREADS
 EOF
 }
 
@@ -251,6 +278,7 @@ main() {
     install_packages
     create_user
     install_meetmem
+    choose_model
     prefetch_weights
     configure_microphone
     write_environment

@@ -103,9 +103,11 @@ def test_it_runs_the_edge_on_the_microphone(unit: dict[str, dict[str, list[str]]
 
 def test_exec_start_is_accepted_by_the_real_cli(unit: dict[str, dict[str, list[str]]]) -> None:
     """Every flag in ExecStart exists in `meetmem edge run` (systemd substitutes ${VAR} as one argument)."""
-    argv = [re.sub(r"\$\{(\w+)\}", "value-of-\\1", arg) for arg in exec_start(unit)[1:]]
+    defaults = dict(line.split("=", 1) for line in unit["Service"]["Environment"])
+    argv = [re.sub(r"\$\{(\w+)\}", lambda m: defaults[m.group(1)], arg) for arg in exec_start(unit)[1:]]
     args = build_parser().parse_args(argv)
-    assert (args.input, args.meeting, args.quiet) == ("mic", "value-of-MEETMEM_MEETING", True)
+    assert (args.input, args.meeting, args.quiet) == ("mic", "%H-%b", True)
+    assert (args.model, args.threads) == ("base", 2)  # install.sh writes the board's choice into edge.env
     assert args.cloud is None and args.token is None  # never on the command line: from the environment file
 
 
@@ -236,6 +238,26 @@ def test_the_environment_file_is_root_only_with_both_settings(tmp_path: Path) ->
     assert "MEETMEM_TOKEN=secret-token" in content.splitlines()
     assert "would run: systemctl restart meetmem-edge" in plan  # both given: started at once
     assert not [line for line in plan.splitlines() if line.startswith("would run:") and "secret-token" in line]
+
+
+@pytest.mark.parametrize(("board", "model", "threads"), [
+    ("Raspberry Pi 4 Model B Rev 1.5", "tiny.en", "4"),  # base cannot keep up with speech on a Cortex-A72
+    ("Raspberry Pi 400 Rev 1.1", "tiny.en", "4"),
+    ("Raspberry Pi 5 Model B Rev 1.0", "base", "2"),
+    (None, "base", "2"),  # not a Pi (no device tree): the edge's default
+])
+def test_the_whisper_model_is_chosen_for_the_board(tmp_path: Path, board: str | None, model: str,
+                                                   threads: str) -> None:
+    if board is not None:
+        (tmp_path / "proc" / "device-tree").mkdir(parents=True)
+        (tmp_path / "proc" / "device-tree" / "model").write_bytes(board.encode() + b"\0")
+    run = dry_run(tmp_path, "--mic", "Device", "meetmem")
+    content = planned_file(run.stdout, ENV_FILE)
+    assert content is not None
+    assert f"MEETMEM_MODEL={model}" in content.splitlines() and f"MEETMEM_THREADS={threads}" in content.splitlines()
+    assert f"Whisper model {model} on {threads} threads" in run.stderr
+    # The weights joined and loaded at install are that model's (the plan shows the command shell-quoted).
+    assert f"model=\\'{model}\\'" in run.stdout
 
 
 def test_an_existing_environment_file_is_never_overwritten(tmp_path: Path) -> None:
