@@ -2,7 +2,7 @@
 
 Built on Brilliant's own packages (`pip install 'meetmem[frame]'`): `frame-ble` is the Bluetooth LE link,
 `frame-msg` the message layer on top of it, with the Lua libraries the glasses run. On connecting, the
-host uploads those libraries and a small app (`FRAME_APP_LUA`) and starts it. The app then
+host uploads those libraries and a small app (`frame_app.FRAME_APP_LUA`) and starts it. The app then
 
 - streams the microphone as frame-msg audio packets (`0x05` + PCM bytes, `0x06` when the stream ends:
   `frame_msg.RxAudio` on this side), signed little-endian PCM at 8 or 16 kHz, 8 or 16 bit;
@@ -34,6 +34,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from .errors import AudioError, EdgeError, ModelUnavailable
+from .frame_app import (
+    AUDIO_SUBS_MSG,
+    FRAME_APP_NAME,
+    FRAME_LUA_LIBS,
+    TAP_SUBS_MSG,
+    TEXT_MSG,
+    frame_app_source,
+)
 from .frame_display import DisplayLayout, answer_screen, caption_screen
 from .vad import SAMPLE_RATE
 
@@ -42,105 +50,6 @@ log = logging.getLogger(__name__)
 FRAME_INSTALL_HINT = "pip install 'meetmem[frame]'"
 #: The name audio from the glasses goes by (`source_id`, error messages).
 SOURCE_NAME = "frame"
-
-# Host -> glasses message codes (the app registers a parser for each).
-TEXT_MSG = 0x0A
-TAP_SUBS_MSG = 0x10
-AUDIO_SUBS_MSG = 0x30
-# Glasses -> host: frame-msg's audio.lua and tap.lua (RxAudio's and RxTap's defaults).
-AUDIO_DATA_NON_FINAL_MSG = 0x05
-AUDIO_DATA_FINAL_MSG = 0x06
-TAP_MSG = 0x09
-#: frame-msg's standard Lua libraries the app requires.
-FRAME_LUA_LIBS = ("data", "code", "audio", "tap", "plain_text")
-FRAME_APP_NAME = "meetmem_app"
-
-FRAME_APP_LUA = r"""-- meetmem on Frame: microphone out, taps out, text in (uploaded by meetmem.edge.frame_glasses)
-local data = require('data.min')
-local code = require('code.min')
-local audio = require('audio.min')
-local tap = require('tap.min')
-local plain_text = require('plain_text.min')
-
-local TEXT_MSG = 0x0a
-local TAP_SUBS_MSG = 0x10
-local AUDIO_SUBS_MSG = 0x30
-local LINE_HEIGHT = 60
-
-data.parsers[TEXT_MSG] = plain_text.parse_plain_text
-data.parsers[TAP_SUBS_MSG] = code.parse_code
-data.parsers[AUDIO_SUBS_MSG] = code.parse_code
-
-local function show_lines(msg)
-  local i = 0
-  for line in string.gmatch(msg.string .. '\n', '([^\n]*)\n') do
-    if line ~= '' then
-      frame.display.text(line, msg.x, msg.y + i * LINE_HEIGHT, {color=msg.color, spacing=msg.spacing})
-    end
-    i = i + 1
-  end
-  frame.display.show()
-end
-
-local function app_loop()
-  local streaming = false
-  frame.display.text('meetmem', 1, 1)
-  frame.display.show()
-  print('meetmem app running')
-  while true do
-    local rc, err = pcall(function()
-      if data.process_raw_items() > 0 then
-        if data.app_data[TEXT_MSG] ~= nil then
-          show_lines(data.app_data[TEXT_MSG])
-          data.app_data[TEXT_MSG] = nil
-        end
-        if data.app_data[TAP_SUBS_MSG] ~= nil then
-          if data.app_data[TAP_SUBS_MSG].value == 1 then
-            frame.imu.tap_callback(tap.send_tap)
-          else
-            frame.imu.tap_callback(nil)
-          end
-          data.app_data[TAP_SUBS_MSG] = nil
-        end
-        if data.app_data[AUDIO_SUBS_MSG] ~= nil then
-          if data.app_data[AUDIO_SUBS_MSG].value == 1 then
-            if not streaming then
-              audio.start({sample_rate=@SAMPLE_RATE@, bit_depth=@BIT_DEPTH@})
-              streaming = true
-            end
-          else
-            -- read_and_send_audio drains what the microphone buffered, then sends the final packet
-            audio.stop()
-          end
-          data.app_data[AUDIO_SUBS_MSG] = nil
-        end
-      end
-      if streaming then
-        local sent = audio.read_and_send_audio()
-        if sent == nil then
-          streaming = false
-        elseif sent == 0 then
-          frame.sleep(0.005)
-        end
-      else
-        frame.sleep(0.05)
-      end
-    end)
-    if rc == false then
-      -- the host's break signal (or an error): leave the glasses quiet and blank
-      print(err)
-      audio.stop()
-      frame.imu.tap_callback(nil)
-      frame.display.text(' ', 1, 1)
-      frame.display.show()
-      break
-    end
-  end
-end
-
-app_loop()
-"""
-
 
 class FrameTransport(Protocol):
     """The Bluetooth link to the glasses: the part of `frame_ble.FrameBle` used here and by FrameMsg."""
@@ -195,12 +104,6 @@ class FrameOptions:
     def __post_init__(self) -> None:
         if self.sample_rate not in (8000, 16000) or self.bit_depth not in (8, 16):
             raise ValueError("Frame's microphone records at 8000 or 16000 Hz, 8 or 16 bit")
-
-
-def frame_app_source(options: FrameOptions) -> str:
-    """The Lua app for these options (the microphone's rate and depth are fixed when it starts)."""
-    return (FRAME_APP_LUA.replace("@SAMPLE_RATE@", str(options.sample_rate))
-            .replace("@BIT_DEPTH@", str(options.bit_depth)))
 
 
 class FramePcmDecoder:

@@ -28,8 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from frame_ble import FrameBle
 
-from .frame_display import LINE_HEIGHT
-from .frame_glasses import (
+from .frame_app import (
     AUDIO_DATA_FINAL_MSG,
     AUDIO_DATA_NON_FINAL_MSG,
     AUDIO_SUBS_MSG,
@@ -37,6 +36,7 @@ from .frame_glasses import (
     TAP_SUBS_MSG,
     TEXT_MSG,
 )
+from .frame_display import LINE_HEIGHT
 from .vad import SAMPLE_RATE
 
 _DATA = 0x01  # first byte of a data packet (as opposed to Lua text) in either direction

@@ -21,6 +21,14 @@ pytest.importorskip("frame_msg", reason="needs the frame extra (pip install 'mee
 from frame_msg import TxCode, TxPlainText  # noqa: E402
 
 from meetmem.edge import audio  # noqa: E402
+from meetmem.edge.frame_app import (  # noqa: E402
+    AUDIO_SUBS_MSG,
+    FRAME_APP_NAME,
+    FRAME_LUA_LIBS,
+    TAP_SUBS_MSG,
+    TEXT_MSG,
+    frame_app_source,
+)
 from meetmem.edge.frame_display import (  # noqa: E402
     DISPLAY_WIDTH,
     DisplayLayout,
@@ -29,18 +37,7 @@ from meetmem.edge.frame_display import (  # noqa: E402
     text_width,
     wrap_lines,
 )
-from meetmem.edge.frame_glasses import (  # noqa: E402
-    AUDIO_SUBS_MSG,
-    FRAME_APP_NAME,
-    FRAME_LUA_LIBS,
-    TAP_SUBS_MSG,
-    TEXT_MSG,
-    FrameGlasses,
-    FrameOptions,
-    frame_app_source,
-    frame_chunks,
-    record_question,
-)
+from meetmem.edge.frame_glasses import FrameGlasses, FrameOptions, frame_chunks, record_question  # noqa: E402
 from meetmem.edge.frame_sim import SimulatedFrame, microphone_bytes, parse_plain_text  # noqa: E402
 
 # -- the display: pure layout ------------------------------------------------------------------------------
