@@ -10,7 +10,6 @@ drawn from, never in how they are ranked.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,19 +78,3 @@ class LayerAnswers:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
-
-
-def kept_comparison(rows: Sequence[Any], layer: str, answer_key: str) -> dict[str, Any]:
-    """Raw retrieval against answering from `layer`, on the questions whose value the layer keeps.
-
-    A layer cannot answer what it dropped; what it keeps it should answer as well as raw retrieval does.
-    `rows` are the evaluation's per-question outcomes (`hit[layer]`: the value is in the layer anywhere;
-    `hit["raw_retrieval"]`, `hit[answer_key]`: the value is in that answer's first k).
-    """
-    kept = [r for r in rows if r.hit.get(layer)]
-    raw = sum(bool(r.hit.get("raw_retrieval")) for r in kept)
-    from_layer = sum(bool(r.hit.get(answer_key)) for r in kept)
-    return {"questions": len(kept),
-            "raw_retrieval": round(raw / len(kept), 4) if kept else None,
-            f"{layer}_answer": round(from_layer / len(kept), 4) if kept else None,
-            "gap_points": round(100 * (raw - from_layer) / len(kept), 1) if kept else None}

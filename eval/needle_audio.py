@@ -312,7 +312,7 @@ def values_survived(aligned: NeedleMeeting, *, loose: bool = False) -> list[bool
     """For each needle, whether every expected answer of its questions is in the recognised text of its
     segments, as written (the ceiling on exact answers once recognition has happened), or with `loose`
     up to how numbers, amounts, times and dates are written (`loosely`)."""
-    from .needle_eval import holds
+    from .needle_scoring import holds
 
     out = []
     for needle in aligned.needles:

@@ -35,13 +35,11 @@ or not answered exactly, the first 20 shown), wall_s.
 
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,88 +52,29 @@ from .baselines import (
     sliding_window,
 )
 from .bench_context import shown_evidence
-from .layer_answers import LayerAnswers, kept_comparison
+from .layer_answers import LayerAnswers
 from .measure import latency
-from .needle_types import NEEDLE_KINDS, Needle, NeedleMeeting
+from .needle_scoring import (
+    LAYER_ANSWERS,
+    LAYERS,
+    METHODS,
+    QuestionOutcome,
+    groups,
+    holds,
+    kept_comparison,
+    kind_order,
+    ledger_todos,
+    mean,
+    recall,
+    share,
+)
+from .needle_types import NeedleMeeting
 
 DEFAULT_K = 5
 DEFAULT_BUDGET = 4000
 DEVICE = "needle-eval"
 MEETING_ID = "needle-meeting"
 MISSES_SHOWN = 20
-#: Methods in the order of the comparison table; `dense` is left out when there is no model.
-METHODS = ("meetmem", "meetmem_prompt", "bm25", "dense", "sliding_window", "rolling_summary", "full_transcript")
-LAYERS = ("raw_retrieval", "l1", "l2", "raw_log")
-#: Answers drawn from one layer alone (`layer_answers`), beside `raw_retrieval`.
-LAYER_ANSWERS = ("l1_answer", "l2_answer")
-
-_SPACE_RE = re.compile(r"\s+")
-_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
-
-def normalised(text: str, lang: str = "en") -> str:
-    """Text folded for "contains the expected value": case-folded, whitespace collapsed, and for Chinese
-    (or any text with CJK characters) whitespace removed, since Chinese is written without spaces."""
-    folded = text.casefold().strip()
-    if lang.startswith("zh") or _CJK_RE.search(folded):
-        return _SPACE_RE.sub("", folded)
-    return _SPACE_RE.sub(" ", folded)
-
-
-def holds(text: str, expected: str, lang: str = "en") -> bool:
-    """Whether `text` contains `expected`, compared as `normalised`."""
-    want = normalised(expected, lang)
-    return bool(want) and want in normalised(text, lang)
-
-
-@dataclass(slots=True)
-class _Row:
-    """One question's outcome under every method."""
-
-    needle: Needle
-    question: str
-    expected: str
-    reworded: bool = False
-    hit: dict[str, bool | None] = field(default_factory=dict)
-    tokens: dict[str, int] = field(default_factory=dict)
-    exact: bool = False
-    answer: str = ""
-    cited: tuple[int, ...] = ()
-    first: int = -1  # the row index of the answer's first citation
-
-
-def _share(count: int, total: int) -> float | None:
-    return round(count / total, 4) if total else None
-
-
-def _recall(rows: Sequence[_Row], method: str) -> float | None:
-    outcomes = [r.hit.get(method) for r in rows]
-    known = [o for o in outcomes if o is not None]
-    return _share(sum(known), len(known)) if known else None
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return round(statistics.fmean(values), 1) if values else None
-
-
-def _kind_order(kind: str) -> tuple[int, str]:
-    return (NEEDLE_KINDS.index(kind) if kind in NEEDLE_KINDS else len(NEEDLE_KINDS), kind)
-
-
-def _groups(rows: Sequence[_Row], key: Callable[[_Row], str], methods: Sequence[str],
-            order: Callable[[str], Any] = str) -> dict[str, Any]:
-    grouped: dict[str, list[_Row]] = {}
-    for row in rows:
-        grouped.setdefault(key(row), []).append(row)
-    return {
-        name: {"questions": len(members),
-               "recall_at_k": {m: _recall(members, m) for m in methods},
-               "exact_answer_rate": _share(sum(r.exact for r in members), len(members)),
-               "layers": {layer: _recall(members, layer) for layer in (*LAYERS, *LAYER_ANSWERS)}}
-        for name, members in sorted(grouped.items(), key=lambda item: order(item[0]))
-    }
-
-
 def ingest(log: Any, meeting: NeedleMeeting, *, meeting_id: str = MEETING_ID, tenant: str | None = None,
            batch: int = 500) -> list[str]:
     """Append the meeting's rows from one device (seq = row index), close it; the segment id of each row."""
@@ -152,26 +91,6 @@ def ingest(log: Any, meeting: NeedleMeeting, *, meeting_id: str = MEETING_ID, te
             raise RuntimeError(f"the log stored {result.new} of {len(chunk)} segments of {meeting_id}")
     log.close_meeting(meeting_id, tenant=tenant)
     return [segment_id_for(tenant, meeting_id, DEVICE, i) for i in range(len(items))]
-
-
-def ledger_todos(digest: Any, needles: Sequence[Needle], ids: Sequence[str]) -> dict[str, Any]:
-    """Todo needles against the ledger's todos: an item matches a needle when it cites the needle's segment."""
-    todo_needles = [n for n in needles if n.kind == "todo"]
-    items = [i for i in digest.ledger if i.kind == "todo"]
-    targets = {id(n): {ids[i] for i in n.segments} for n in todo_needles}
-    wanted = set().union(*targets.values()) if targets else set()
-    matched_items = [i for i in items if wanted.intersection(i.source.segment_ids)]
-    found = [n for n in todo_needles if any(targets[id(n)].intersection(i.source.segment_ids) for i in items)]
-    # Of the needles found, those whose every planted value is in a matching item's fields, as said.
-    exact = 0
-    for needle in found:
-        text = " | ".join(v for i in items if targets[id(needle)].intersection(i.source.segment_ids)
-                          for v in (i.text, i.owner, i.task, i.due) if v)
-        exact += all(holds(text, v, needle.lang) for v in needle.values.values())
-    return {"needles": len(todo_needles), "ledger_todos": len(items), "matched_items": len(matched_items),
-            "found_needles": len(found), "precision": _share(len(matched_items), len(items)),
-            "recall": _share(len(found), len(todo_needles)),
-            "values_verbatim_share_of_found": _share(exact, len(found))}
 
 
 def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int = DEFAULT_K,
@@ -215,7 +134,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         if outside:
             raise ValueError(f"a {needle.kind} needle points at segment {outside[0]}, "
                              f"outside the meeting's {len(meeting.segments)}")
-    rows = [_Row(n, q.question, q.expected, q.reworded) for n, q in questions]
+    rows = [QuestionOutcome(n, q.question, q.expected, q.reworded) for n, q in questions]
     build: dict[str, float] = {}
     with TranscriptLog(db_path) as log, ExitStack() as closing:
         t0 = time.perf_counter()
@@ -324,9 +243,9 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         prompt_tokens = [r.tokens["meetmem"] for r in rows]
         methods: dict[str, Any] = {
             "meetmem": {
-                "recall_at_k": _recall(rows, "meetmem"),
-                "exact_answer_rate": _share(sum(r.exact for r in rows), len(rows)),
-                "prompt_tokens": {"mean": _mean(prompt_tokens),
+                "recall_at_k": recall(rows, "meetmem"),
+                "exact_answer_rate": share(sum(r.exact for r in rows), len(rows)),
+                "prompt_tokens": {"mean": mean(prompt_tokens),
                                   "p50": statistics.median(prompt_tokens) if prompt_tokens else None,
                                   "max": max(prompt_tokens, default=None), "over_budget": over_budget,
                                   "budget": budget},
@@ -334,25 +253,25 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
                                  "min": round(min(reuse), 4) if reuse else None},
                 "ask_latency": latency(ask_walls),
             },
-            "meetmem_prompt": {"recall_at_k": _recall(rows, "meetmem_prompt"),
+            "meetmem_prompt": {"recall_at_k": recall(rows, "meetmem_prompt"),
                                "definition": f"needle among the first {k} retrieved segments the prompt shows"},
-            "bm25": {"recall_at_k": _recall(rows, "bm25"), "tokens_per_question": _mean(
+            "bm25": {"recall_at_k": recall(rows, "bm25"), "tokens_per_question": mean(
                 [r.tokens["bm25"] for r in rows])},
-            "dense": ({"recall_at_k": _recall(rows, "dense"),
-                       "tokens_per_question": _mean([r.tokens["dense"] for r in rows])} if dense_ok else None),
-            "sliding_window": {"recall": _recall(rows, "sliding_window"), **window.public(),
-                               "tokens_per_question": _mean([r.tokens["sliding_window"] for r in rows])},
-            "rolling_summary": {"recall": _recall(rows, "rolling_summary"), **rolling.public(),
-                                "tokens_per_question": _mean([r.tokens["rolling_summary"] for r in rows])},
-            "full_transcript": {"recall": _recall(rows, "full_transcript"), "transcript_tokens": full,
-                                "tokens_per_question": _mean([r.tokens["full_transcript"] for r in rows]),
+            "dense": ({"recall_at_k": recall(rows, "dense"),
+                       "tokens_per_question": mean([r.tokens["dense"] for r in rows])} if dense_ok else None),
+            "sliding_window": {"recall": recall(rows, "sliding_window"), **window.public(),
+                               "tokens_per_question": mean([r.tokens["sliding_window"] for r in rows])},
+            "rolling_summary": {"recall": recall(rows, "rolling_summary"), **rolling.public(),
+                                "tokens_per_question": mean([r.tokens["rolling_summary"] for r in rows])},
+            "full_transcript": {"recall": recall(rows, "full_transcript"), "transcript_tokens": full,
+                                "tokens_per_question": mean([r.tokens["full_transcript"] for r in rows]),
                                 f"fits_{LONG_WINDOW // 1000}k": full <= LONG_WINDOW, "window_tokens": LONG_WINDOW},
         }
-        layers = {layer: _recall(rows, layer) for layer in LAYERS}
+        layers = {layer: recall(rows, layer) for layer in LAYERS}
         drift = {**layers, "l1_lines": sum(len(s.lines) for s in digest.sections), "l2_lines": len(digest.l2),
                  "definition": "share of questions whose expected value appears in the layer's text",
                  "answers": {"raw_retrieval": layers["raw_retrieval"],
-                             **{name: _recall(rows, name) for name in LAYER_ANSWERS},
+                             **{name: recall(rows, name) for name in LAYER_ANSWERS},
                              "definition": f"share of questions whose expected value is in the first {k} "
                                            "citations of meetmem's answer over the log (raw_retrieval), or in "
                                            f"the first {k} lines the same search finds among the L1 or the L2 "
@@ -372,9 +291,9 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
 
     by_method = []
     for method in methods_run:
-        recall = _recall(rows, method)
+        share_recalled = recall(rows, method)
         tokens = [r.tokens[method] for r in rows if method in r.tokens]
-        by_method.append({"method": method, "recall_at_k": recall, "tokens_per_question": _mean(tokens)})
+        by_method.append({"method": method, "recall_at_k": share_recalled, "tokens_per_question": mean(tokens)})
     misses = [
         {"kind": r.needle.kind, "lang": r.needle.lang, "question": r.question, "expected": r.expected,
          "recalled": r.hit["meetmem"], "exact": r.exact, "needle_segment": r.needle.segment_index,
@@ -387,7 +306,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
                     "reworded_questions": sum(r.reworded for r in rows),
                     "segments": len(meeting.segments), "needles": len(meeting.needles), "questions": len(rows),
                     "needles_by_kind": dict(sorted(Counter(n.kind for n in meeting.needles).items(),
-                                                   key=lambda kv: _kind_order(kv[0]))),
+                                                   key=lambda kv: kind_order(kv[0]))),
                     "distractors": len(meeting.distractors), "transcript_tokens": full},
         "config": {"k": k, "budget": budget, "window_tokens": budget,
                    "search": "hybrid" if dense_ok else "bm25",
@@ -397,9 +316,9 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
         "methods": methods,
         "drift": drift,
         "ledger": ledger,
-        "by_kind": _groups(rows, lambda r: r.needle.kind, methods_run, _kind_order),
-        "by_lang": _groups(rows, lambda r: r.needle.lang, methods_run),
-        "by_wording": _groups(rows, lambda r: "reworded" if r.reworded else "as_said", methods_run),
+        "by_kind": groups(rows, lambda r: r.needle.kind, methods_run, kind_order),
+        "by_lang": groups(rows, lambda r: r.needle.lang, methods_run),
+        "by_wording": groups(rows, lambda r: "reworded" if r.reworded else "as_said", methods_run),
         "by_method": by_method,
         "misses": {"not_recalled": sum(not r.hit["meetmem"] for r in rows),
                    "not_exact": sum(not r.exact for r in rows), "shown": misses[:MISSES_SHOWN]},
@@ -416,9 +335,9 @@ def table(result: dict[str, Any]) -> str:
            f"search {result['config']['search']}", ""]
     out.append(f"{'method':<18} {'recall@' + str(k):>9} {'tokens/question':>16}")
     for row in result["by_method"]:
-        recall = "-" if row["recall_at_k"] is None else f"{row['recall_at_k']:.3f}"
+        shown = "-" if row["recall_at_k"] is None else f"{row['recall_at_k']:.3f}"
         tokens = "-" if row["tokens_per_question"] is None else f"{row['tokens_per_question']:.0f}"
-        out.append(f"{row['method']:<18} {recall:>9} {tokens:>16}")
+        out.append(f"{row['method']:<18} {shown:>9} {tokens:>16}")
     mm = result["methods"]["meetmem"]
     lat = mm["ask_latency"]
     out += ["", f"meetmem exact answers {mm['exact_answer_rate']}, prefix reuse {mm['prefix_reuse']['mean']}, "
@@ -438,10 +357,10 @@ def table(result: dict[str, Any]) -> str:
     out.append(f"ledger todos: precision {todo['precision']}, recall {todo['recall']} "
                f"({todo['found_needles']}/{todo['needles']} needles, {todo['ledger_todos']} items); traceability "
                + ", ".join(f"{name} {v['share']}" for name, v in trace.items()))
-    for title, groups in (("by kind", result["by_kind"]), ("by language", result["by_lang"]),
+    for title, breakdown in (("by kind", result["by_kind"]), ("by language", result["by_lang"]),
                           ("by wording of the subject", result["by_wording"])):
         out += ["", f"recall@{k} {title}: " + "  ".join(row["method"] for row in result["by_method"])]
-        for name, group in groups.items():
+        for name, group in breakdown.items():
             cells = " ".join("-" if group["recall_at_k"][row["method"]] is None
                              else f"{group['recall_at_k'][row['method']]:.2f}" for row in result["by_method"])
             out.append(f"  {name:<12} n={group['questions']:<4} {cells}  exact {group['exact_answer_rate']}")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .md_table import num, table
-from .needle_eval import LAYER_ANSWERS, LAYERS
+from .needle_scoring import LAYER_ANSWERS, LAYERS
 
 #: What the issue asks of the harness's own figures: (what, meetings it applies to, floor).
 RECALL_TARGETS = (

@@ -100,7 +100,6 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     cloud, token = _cloud_and_token(args)
     stream = args.input == "ws" or args.input.startswith(("ws://", "wss://"))
-    live = args.input in ("-", "mic", "frame") or stream
     ws_input = glasses = None
     if stream:
         ws_input = _websocket_input(args, quiet=ctx.quiet)  # parsed now; listening once the model is loaded
@@ -121,6 +120,7 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
         if args.realtime:
             chunks = audio.paced(chunks)
     source = source_id(args.input)
+    live = source.startswith("live:")  # a source that cannot be replayed: a restart continues its clock
     outbox = Outbox(Path(args.outbox) if args.outbox else default_outbox_path(),
                     max_bytes=args.outbox_max_mb * 1024 * 1024, device_id=args.device_id)
     if not ctx.quiet:

@@ -48,6 +48,15 @@ def _langs_list(value: str) -> list[str]:
     return list(dict.fromkeys(langs))
 
 
+def _routes(ctx: Any) -> Any:
+    """The embedder routes of the settings, loading each model on first use (said on stderr unless -q)."""
+    from meetmem.store.index.search import embedder_routes
+
+    s = ctx.settings
+    return embedder_routes(s.embedder, s.embedder_zh, threads=s.threads, on_load=(
+        None if ctx.quiet else (lambda name: note(f"loading the {name} embedding model ..."))))
+
+
 def _optional_hours(value: str) -> list[float]:
     """Hours separated by commas, or 0 for none."""
     if value.strip() in ("0", "none", ""):
@@ -76,7 +85,6 @@ def _noise_rate(value: str) -> float:
 def report(args: argparse.Namespace, ctx: Any) -> int:
     from meetmem.eval.needle_report import evaluate_grid, grid, write_report
     from meetmem.eval.run_info import checkout, machine_info
-    from meetmem.store.index.search import embedder_routes
 
     from .progress import ProgressBar
 
@@ -89,9 +97,7 @@ def report(args: argparse.Namespace, ctx: Any) -> int:
         sys.stderr.write(f"meetmem: error: --data {data} is not a folder (expected ../shared/data or the like)\n")
         return 2
     say = None if ctx.quiet else note
-    s = ctx.settings
-    routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads, on_load=(
-        None if ctx.quiet else (lambda name: note(f"loading the {name} embedding model ..."))))
+    routes = _routes(ctx)
     head, modified = checkout(["cloud", "store", "summarizers", "edge", "eval"])
     specs = grid(hours=args.hours, langs=args.langs, noisy_hours=args.noisy_hours, noise=args.noise,
                  audio_hours=args.audio_hours)
@@ -135,8 +141,6 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     from meetmem.eval.needle_eval import evaluate, table
     from meetmem.eval.needle_types import NeedleMeeting
     from meetmem.eval.run_info import checkout, machine_info
-    from meetmem.store.index.search import embedder_routes
-
     folder = Path(args.meeting)
     files = [folder / f"{args.name}.jsonl", folder / f"{args.name}.needles.json"]
     missing = [str(f) for f in files if not f.is_file()]
@@ -149,9 +153,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         sys.stderr.write(f"meetmem: error: cannot read the needle meeting in {folder}: {exc!r}\n")
         return 1
     say = None if ctx.quiet else note
-    s = ctx.settings
-    routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads, on_load=(
-        None if ctx.quiet else (lambda name: note(f"loading the {name} embedding model ..."))))
+    routes = _routes(ctx)
     info = machine_info()
     head, modified = checkout(["cloud", "store", "summarizers", "eval/needle_eval.py", "eval/baselines.py"])
     # A database named with --db keeps the evaluated copy for a look afterwards; it must be new.

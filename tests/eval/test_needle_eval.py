@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from meetmem.eval.baselines import sliding_window
-from meetmem.eval.needle_eval import METHODS, evaluate, holds, normalised, table
+from meetmem.eval.needle_eval import evaluate, table
+from meetmem.eval.needle_scoring import METHODS, holds, normalised
 from meetmem.eval.needle_types import Needle, NeedleMeeting, NeedleQuestion
 from meetmem.eval.planted_meeting import BACKCHANNEL, FILLER, TOPICS
 
