@@ -111,13 +111,16 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         version="0.1.0",
         description=API_DESCRIPTION,
         lifespan=lifespan,
+        # /docs and /redoc are served by the web router from packaged assets: FastAPI's own load from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     _add_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
-    from .routers import ask, digests, events, health, meetings
+    from .routers import ask, audio, digests, events, export, health, meetings, web
 
-    for module in (health, meetings, ask, digests, events):
+    for module in (health, meetings, ask, digests, events, export, audio, web):
         app.include_router(module.router)
     return app
 

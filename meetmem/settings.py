@@ -88,4 +88,7 @@ class Settings(BaseSettings):
         description="the Whisper model for spoken questions on the server: base, tiny.en or none (needs the "
         "`edge` extra)",
     )
+    audio_upload: bool = Field(
+        default=False, description="keep audio that devices upload for a meeting whose tenant or meeting has no "
+        "audio policy of its own (PUT /v1/meetings/{id}/audio/policy); off: audio stays on the device")
     sse_keepalive: float = Field(default=15.0, gt=0, description="seconds between keep-alive comments on a stream")

@@ -40,10 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .digest_commands import add_digest_commands
     from .edge_commands import add_edge_commands
     from .eval_commands import add_eval_commands
+    from .export_commands import add_export_commands
     from .store_commands import add_store_commands
 
     add_store_commands(sub, common)
     add_digest_commands(sub, common)
+    add_export_commands(sub, common)
     add_cloud_commands(sub, common, common_flags(tenant=False))
     add_edge_commands(sub, common)
     add_bench_commands(sub, common)

@@ -34,9 +34,46 @@ def cmd_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
             ctx = CommandContext(Settings(**{**ctx.settings.model_dump(), "db": Path(tmp) / "demo.db"}),
                                  quiet=ctx.quiet)
         try:
-            return _run_demo(args, ctx)
+            status = _run_demo(args, ctx)
+            if not args.serve:
+                return status
+            token = _attach_and_token(ctx)
+            settings = ctx.settings
         finally:
             ctx.close()
+        return _serve(settings, token, host=args.host, port=args.port, verbose=args.verbose)
+
+
+def _attach_and_token(ctx: CommandContext) -> str:
+    """Keep the sample meeting's recording as its audio, and make a token for its tenant."""
+    from meetmem.cloud.auth import TokenStore
+
+    from .export_commands import attach_audio
+
+    audio = _demo_file("sample_meeting.ogg")
+    attach_audio(DEMO_MEETING, audio.read_bytes(), str(audio), ctx)
+    return TokenStore(ctx.log).create(ctx.tenant, label="demo")
+
+
+def _serve(settings: object, token: str, *, host: str, port: int, verbose: bool) -> int:
+    """`meetmem serve` on the demo's database, after printing where to open it and how to sign in."""
+    import socket
+
+    import uvicorn
+
+    from meetmem.cloud.app import create_app
+
+    if port == 0:
+        with socket.socket() as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+    settings = settings.model_copy(update={"host": host, "port": port, "close_after_silence": 0})  # type: ignore[attr-defined]
+    url = f"http://{host}:{port}/"
+    print(f"\nThe meeting app: {url}\nSign-in token:   {token}\n"
+          f"Or open {url}#token={token} to sign in at once. Ctrl-C stops the server.", flush=True)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info" if verbose else "warning",
+                timeout_graceful_shutdown=5)
+    return 0
 
 
 def _run_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -98,4 +135,8 @@ def add_demo_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
                        description="Ingest the bundled sample meeting (four speakers, about four minutes), index "
                        "it and answer sample questions with timestamps. Uses a temporary database unless --db "
                        "is given.")
+    p.add_argument("--serve", action="store_true",
+                   help="then serve the demo meeting, with its audio, in the meeting app; prints its URL and a token")
+    p.add_argument("--host", default="127.0.0.1", help="with --serve: the address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="with --serve: the port (default 8000; 0 picks a free one)")
     p.set_defaults(func=cmd_demo)

@@ -23,6 +23,11 @@ def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.store.interchange import read_jsonl
 
     device_id, segments = read_jsonl(args.file)
+    audio = None
+    if args.audio is not None:  # checked (and encoded) before anything is stored
+        from .export_commands import ogg_audio
+
+        audio = ogg_audio(Path(args.audio), quiet=ctx.quiet)
     result = ctx.log.append(args.meeting_id, device_id, segments, tenant=ctx.tenant)
     if not ctx.quiet:
         note(f"stored {result.new} new segments ({result.duplicates} already stored) in meeting {args.meeting_id}")
@@ -37,6 +42,10 @@ def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.digester.update(args.meeting_id, tenant=ctx.tenant)
     out = {"meeting_id": args.meeting_id, "device_id": device_id, "segments": len(segments), "new": result.new,
            "duplicates": result.duplicates}
+    if audio is not None:
+        from .export_commands import attach_audio
+
+        out["audio"] = attach_audio(args.meeting_id, audio, args.audio, ctx)
     if args.json:
         emit_json(out)
     else:
@@ -155,6 +164,8 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                        "nothing the second time.")
     p.add_argument("meeting_id", metavar="MEETING_ID")
     p.add_argument("file", metavar="FILE.jsonl")
+    p.add_argument("--audio", metavar="FILE", default=None,
+                   help="the meeting's audio (Ogg Opus/Vorbis kept as is; WAV, FLAC, MP3... encoded to Opus)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("segments", parents=[common], help="list a meeting's segments, optionally by time range",

@@ -1,0 +1,73 @@
+"""HTTP byte ranges (RFC 9110 §14) over a file, for the audio player: it asks for `Range: bytes=a-b` to
+seek without downloading the whole recording."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from fastapi.responses import Response, StreamingResponse
+
+_BLOCK = 64 * 1024
+
+
+def parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
+    """The inclusive byte range a `Range` header asks for within `size` bytes.
+
+    Returns:
+        `(first, last)`; None to send the whole file (no header, another unit, several ranges, or a
+        malformed one: a server may ignore a Range it does not serve); `"unsatisfiable"` when the range
+        lies past the end (416).
+    """
+    if not header or not header.startswith("bytes=") or "," in header:
+        return None
+    spec = header[len("bytes="):].strip()
+    first_s, dash, last_s = spec.partition("-")
+    if not dash:
+        return None
+    try:
+        if first_s == "":
+            suffix = int(last_s)
+            if suffix <= 0:
+                return "unsatisfiable"
+            return max(size - suffix, 0), size - 1
+        first = int(first_s)
+        last = int(last_s) if last_s else size - 1
+    except ValueError:
+        return None
+    if first >= size:
+        return "unsatisfiable"
+    if first < 0 or last < first:
+        return None
+    return first, min(last, size - 1)
+
+
+def _read(path: Path, first: int, last: int) -> Iterator[bytes]:
+    with path.open("rb") as f:
+        f.seek(first)
+        left = last - first + 1
+        while left > 0:
+            block = f.read(min(_BLOCK, left))
+            if not block:
+                return
+            left -= len(block)
+            yield block
+
+
+def file_response(path: Path, range_header: str | None, media_type: str,
+                  headers: dict[str, str] | None = None) -> Response:
+    """The file, whole (200) or the asked-for range (206), with `Accept-Ranges` so players know they may seek."""
+    size = os.stat(path).st_size
+    base = {"Accept-Ranges": "bytes", **(headers or {})}
+    wanted = parse_range(range_header, size)
+    if wanted == "unsatisfiable":
+        return Response(status_code=416, headers={**base, "Content-Range": f"bytes */{size}"})
+    if wanted is None or size == 0:
+        return StreamingResponse(_read(path, 0, size - 1), media_type=media_type,
+                                 headers={**base, "Content-Length": str(size)})
+    assert isinstance(wanted, tuple)
+    first, last = wanted
+    return StreamingResponse(_read(path, first, last), status_code=206, media_type=media_type,
+                             headers={**base, "Content-Range": f"bytes {first}-{last}/{size}",
+                                      "Content-Length": str(last - first + 1)})

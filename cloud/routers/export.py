@@ -1,0 +1,54 @@
+"""A meeting written out: Markdown minutes, SRT and WebVTT subtitles, or the JSON of segments, summary and
+ledger (the same bytes as `meetmem export`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from meetmem.store.export import EXPORT_FORMATS, EXPORT_SUFFIX, header_for, render
+
+from ..service import MeetingService
+from .deps import MeetingId, Service, Tenant, errors
+
+router = APIRouter(prefix="/v1/meetings", tags=["export"])
+
+
+def export_meeting(service: MeetingService, tenant: str, meeting_id: str, fmt: str) -> str:
+    """The meeting rendered in `fmt`; the summary and ledger are brought up to date as for GET summary."""
+    info = service.meeting(tenant, meeting_id)
+    segments = service.log.segments(meeting_id, tenant=tenant, include_superseded=True)
+    # Title, date and participants are the meeting's metadata where the service records them.
+    header = header_for(meeting_id, segments, title=getattr(info, "title", None),
+                        started_at=getattr(info, "started_at", None),
+                        participants=getattr(info, "participants", None), closed=info.closure is not None)
+    digest = service.digest(tenant, meeting_id) if segments else None
+    return render(fmt, header, segments, digest)
+
+
+@router.get(
+    "/{meeting_id}/export",
+    responses={
+        200: {"description": "the meeting in the format asked for",
+              "content": {media.split(";")[0]: {"schema": {"type": "string"}} for media in EXPORT_FORMATS.values()}},
+        **errors(401, 404, 422, 503),
+    },
+    response_class=Response,
+    summary="The meeting as Markdown minutes, SRT or WebVTT subtitles, or JSON",
+)
+def export(
+    meeting_id: MeetingId,
+    service: Service,
+    tenant: Tenant,
+    format: Annotated[Literal["md", "srt", "vtt", "json"],
+                      Query(description="md (minutes), srt, vtt (subtitles) or json")] = "md",
+) -> Response:
+    """`md`: title, date, participants, the summary, decisions, todos (owner, task, due), open questions and
+    facts, each with its time. `srt` / `vtt`: one cue per segment (corrections replace what they correct).
+    `json`: every segment (corrected ones kept and marked), the summary and the ledger."""
+    body = export_meeting(service, tenant, meeting_id, format)
+    filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in meeting_id)[:80] + EXPORT_SUFFIX[format]
+    return Response(body, media_type=EXPORT_FORMATS[format],
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})

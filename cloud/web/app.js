@@ -1,0 +1,764 @@
+// The meetmem meeting app: plain JavaScript over the same /v1 routes and bearer tokens as every client.
+// No framework and no build step. Every piece of server text goes into the page as text (never as HTML).
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "meetmem.token";
+  const $ = (id) => document.getElementById(id);
+  const state = {
+    token: sessionStorage.getItem(TOKEN_KEY),
+    meetingId: null,
+    segments: new Map(),      // segment_id -> segment
+    supersededBy: new Map(),  // segment_id -> the correction's segment_id
+    stream: null,             // AbortController of the live captions
+    refreshTimer: null,
+    pendingSeek: null,
+    audioUrl: null,
+    searchAll: null,          // null: unknown yet; true/false once probed
+    loadToken: 0,
+  };
+
+  // -- small helpers ---------------------------------------------------------------------------------------
+  function el(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "dataset") Object.assign(node.dataset, value);
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function clock(seconds) {
+    const total = Math.max(0, Math.floor(seconds || 0));
+    const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
+    const pad = (n) => String(n).padStart(2, "0");
+    return h ? `${h}:${pad(m)}:${pad(s)}` : `${pad(m)}:${pad(s)}`;
+  }
+
+  function length(seconds) {
+    const minutes = Math.round((seconds || 0) / 60);
+    if (minutes < 1) return `${Math.round(seconds || 0)} s`;
+    return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  }
+
+  function day(iso) {
+    if (!iso) return "";
+    const date = new Date(iso);
+    if (Number.isNaN(date.getTime())) return iso;
+    return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  }
+
+  function flash(message) {
+    const box = $("flash");
+    box.textContent = message || "";
+    box.hidden = !message;
+  }
+
+  // Text with every occurrence of the query's words wrapped in <mark>.
+  function highlighted(text, query) {
+    const words = (query || "").toLowerCase().split(/[^\p{L}\p{N}$.,:-]+/u)
+      .map((w) => w.replace(/^[.,:-]+|[.,:-]+$/g, "")).filter((w) => w.length > 1 || /\p{N}/u.test(w));
+    if (!words.length) return [text];
+    const pattern = new RegExp(words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "giu");
+    const out = [];
+    let last = 0;
+    for (const match of text.matchAll(pattern)) {
+      if (match.index > last) out.push(text.slice(last, match.index));
+      out.push(el("mark", {}, match[0]));
+      last = match.index + match[0].length;
+    }
+    if (last < text.length) out.push(text.slice(last));
+    return out;
+  }
+
+  // -- the API ---------------------------------------------------------------------------------------------
+  class ApiError extends Error {
+    constructor(status, detail) { super(detail); this.status = status; }
+  }
+
+  async function api(path, options = {}) {
+    const headers = new Headers(options.headers || {});
+    headers.set("Authorization", `Bearer ${state.token}`);
+    let response;
+    try {
+      response = await fetch(path, { ...options, headers });
+    } catch (err) {
+      throw new ApiError(0, "the server cannot be reached; check that `meetmem serve` is running");
+    }
+    if (response.status === 401) {
+      signOut("That token was not accepted (missing, unknown or revoked). Sign in again.");
+      throw new ApiError(401, "signed out");
+    }
+    if (!response.ok) {
+      let detail = `${response.status} ${response.statusText}`;
+      try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
+      throw new ApiError(response.status, detail);
+    }
+    return response;
+  }
+
+  const getJson = async (path) => (await api(path)).json();
+  const meetingPath = (id, rest = "") => `/v1/meetings/${encodeURIComponent(id)}${rest}`;
+
+  // -- sign in -----------------------------------------------------------------------------------------------
+  function signOut(message) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    state.token = null;
+    stopStream();
+    location.hash = "#/";
+    show("signin-view");
+    $("signin-error").textContent = message || "";
+    $("signout").hidden = true;
+    $("tenant").textContent = "";
+  }
+
+  async function signIn(token) {
+    state.token = token.trim();
+    try {
+      await getJson("/v1/meetings");
+    } catch (err) {
+      if (err.status !== 401) $("signin-error").textContent = err.message;
+      if (err.status === 401) $("signin-error").textContent = "That token was not accepted. Check it and try again.";
+      state.token = null;
+      return false;
+    }
+    sessionStorage.setItem(TOKEN_KEY, state.token);
+    $("signin-error").textContent = "";
+    $("token-input").value = "";
+    return true;
+  }
+
+  $("signin-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (await signIn($("token-input").value)) route();
+  });
+  $("signout").addEventListener("click", () => signOut("Signed out."));
+
+  // -- views -------------------------------------------------------------------------------------------------
+  function show(id) {
+    for (const view of ["signin-view", "list-view", "meeting-view"]) $(view).hidden = view !== id;
+  }
+
+  async function route() {
+    const hash = location.hash || "#/";
+    const tokenMatch = hash.match(/^#token=(.+)$/);
+    if (tokenMatch) {
+      // A link printed by `meetmem demo --serve`: sign in with it, then forget it from the address bar.
+      history.replaceState(null, "", location.pathname + "#/");
+      await signIn(decodeURIComponent(tokenMatch[1]));
+    }
+    if (!state.token) {
+      stopStream();
+      show("signin-view");
+      $("token-input").focus();
+      return;
+    }
+    $("signout").hidden = false;
+    flash("");
+    const meetingMatch = (location.hash || "").match(/^#\/m\/([^?]+)(?:\?(.*))?$/);
+    if (meetingMatch) {
+      const params = new URLSearchParams(meetingMatch[2] || "");
+      await openMeeting(decodeURIComponent(meetingMatch[1]), params.get("seg"), params.get("t"));
+    } else {
+      stopStream();
+      state.meetingId = null;
+      await showList();
+    }
+  }
+  window.addEventListener("hashchange", route);
+
+  // -- the meetings list ------------------------------------------------------------------------------------
+  async function showList() {
+    show("list-view");
+    document.title = "Meetings · meetmem";
+    let meetings;
+    try {
+      meetings = await getJson("/v1/meetings");
+    } catch (err) {
+      if (err.status !== 401) flash(`The meetings could not be listed: ${err.message}`);
+      return;
+    }
+    probeSearchAll();
+    const dateOf = (m) => m.started_at || (m.closure && m.closure.closed_at) || "";
+    meetings.forEach((m, i) => { m._order = i; });
+    meetings.sort((a, b) => (dateOf(b) || "").localeCompare(dateOf(a) || "") || b._order - a._order);
+    const body = $("meetings").querySelector("tbody");
+    body.replaceChildren();
+    $("list-empty").hidden = meetings.length > 0;
+    $("meetings").hidden = meetings.length === 0;
+    const fills = [];
+    for (const m of meetings) {
+      const live = !m.closed && m.status !== "closed";
+      const people = el("td", { "data-label": "Participants" }, (m.participants || []).join(", ") || "…");
+      const todos = el("td", { "data-label": "To do", class: "num" }, "…");
+      const row = el("tr", {},
+        el("th", { scope: "row" }, el("a", { href: `#/m/${encodeURIComponent(m.meeting_id)}` },
+          m.title || m.meeting_id)),
+        el("td", { "data-label": "Date" }, m.started_at ? day(m.started_at)
+          : (m.closure ? `ended ${day(m.closure.closed_at)}` : "")),
+        el("td", { "data-label": "Length" }, length(m.duration)),
+        people,
+        el("td", { "data-label": "State" }, el("span", { class: `badge ${live ? "live" : "closed"}` },
+          live ? "live" : "closed")),
+        todos);
+      body.append(row);
+      fills.push(() => fillRow(m, people, todos));
+    }
+    // Participants (when the listing has none) and todo counts come from each meeting, four at a time.
+    const queue = fills.slice();
+    const worker = async () => { while (queue.length) await queue.shift()(); };
+    await Promise.all([worker(), worker(), worker(), worker()]);
+  }
+
+  async function fillRow(m, peopleCell, todoCell) {
+    try {
+      if (!(m.participants && m.participants.length)) {
+        const segments = await getJson(meetingPath(m.meeting_id, "/segments"));
+        const speakers = [...new Set(segments.map((s) => s.speaker).filter(Boolean))];
+        peopleCell.textContent = speakers.join(", ") || "—";
+      }
+      const ledger = await getJson(meetingPath(m.meeting_id, "/ledger"));
+      const open = ledger.todos.filter((t) => t.status === "current").length;
+      todoCell.textContent = String(open);
+    } catch (err) {
+      if (peopleCell.textContent === "…") peopleCell.textContent = "—";
+      todoCell.textContent = err.status === 503 ? "later" : "—";
+    }
+  }
+
+  async function probeSearchAll() {
+    if (state.searchAll === null) {
+      try {
+        await api("/v1/search?q=meeting&k=1");
+        state.searchAll = true;
+      } catch (err) {
+        state.searchAll = err.status !== 404 && err.status !== 405;
+      }
+    }
+    $("search-all-form").hidden = !state.searchAll;
+  }
+
+  $("search-all-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const q = $("search-all-input").value.trim();
+    const list = $("search-all-results");
+    list.replaceChildren(el("li", { class: "note" }, "Searching…"));
+    try {
+      const hits = await getJson(`/v1/search?q=${encodeURIComponent(q)}&k=20`);
+      list.replaceChildren(...(hits.length ? hits.map((h) => el("li", {},
+        el("a", { href: `#/m/${encodeURIComponent(h.meeting_id)}?seg=${encodeURIComponent(h.segment_id)}&t=${h.start}` },
+          el("span", { class: "where" }, `${h.meeting_id} · ${clock(h.start)}`),
+          h.speaker ? el("span", { class: "speaker" }, `${h.speaker}: `) : null,
+          highlighted(h.text, q)))) : [el("li", { class: "note" }, "Nothing found.")]));
+    } catch (err) {
+      list.replaceChildren(el("li", { class: "error" }, err.message));
+    }
+  });
+
+  // -- one meeting ---------------------------------------------------------------------------------------------
+  async function openMeeting(id, segmentId, at) {
+    show("meeting-view");
+    const same = state.meetingId === id;
+    if (!same) {
+      stopStream();
+      state.meetingId = id;
+      state.segments = new Map();
+      state.supersededBy = new Map();
+      state.loadToken += 1;
+      for (const box of ["transcript", "summary", "ledger", "answer", "search-results"]) $(box).replaceChildren();
+      $("m-title").textContent = id;
+      $("m-meta").textContent = "";
+      $("audio-note").textContent = "";
+      document.title = `${id} · meetmem`;
+      const ticket = state.loadToken;
+      let info;
+      try {
+        info = await getJson(meetingPath(id));
+      } catch (err) {
+        if (err.status !== 401) flash(err.status === 404 ? `There is no meeting “${id}” for this token.` : err.message);
+        return;
+      }
+      if (ticket !== state.loadToken) return;
+      renderHead(info);
+      await Promise.all([loadContent(id, ticket, info), loadAudio(id, ticket)]);
+      if (ticket !== state.loadToken) return;
+      startStream(id);
+    }
+    if (segmentId || at) jumpTo(segmentId, at !== null ? Number(at) : null);
+  }
+
+  function renderHead(info, doc) {
+    const title = (doc && doc.title) || info.title || info.meeting_id;
+    $("m-title").textContent = title;
+    document.title = `${title} · meetmem`;
+    const people = (doc && doc.participants && doc.participants.length ? doc.participants : info.participants) || [];
+    const date = (doc && doc.started_at) || info.started_at;
+    const live = !info.closed && info.status !== "closed";
+    const parts = [];
+    if (date) parts.push(day(date));
+    else if (info.closure) parts.push(`ended ${day(info.closure.closed_at)}`);
+    parts.push(length((doc && doc.duration) || info.duration));
+    if (people.length) parts.push(people.join(", "));
+    parts.push(live ? "live" : "closed");
+    $("m-meta").textContent = parts.join(" · ");
+    $("live-badge").hidden = !live;
+  }
+
+  async function loadContent(id, ticket, info) {
+    let doc = null;
+    try {
+      doc = JSON.parse(await (await api(meetingPath(id, "/export?format=json"))).text());
+    } catch (err) {
+      if (err.status === 401) return;
+      // The summary may not be ready (503 while the models load): show the transcript alone for now.
+      try {
+        const segments = await getJson(meetingPath(id, "/segments"));
+        doc = { segments, summary: null, ledger: null };
+      } catch (err2) {
+        flash(err2.message);
+        return;
+      }
+      scheduleRefresh(5000);
+    }
+    if (ticket !== state.loadToken) return;
+    for (const seg of doc.segments) addSegment(seg, false);
+    renderTranscript();
+    renderHead(info, doc);
+    renderSummary(doc.summary);
+    renderLedger(doc.ledger);
+  }
+
+  // -- transcript ---------------------------------------------------------------------------------------------
+  function addSegment(seg) {
+    state.segments.set(seg.segment_id, seg);
+    if (seg.supersedes) state.supersededBy.set(seg.supersedes, seg.segment_id);
+  }
+
+  function ordered() {
+    return [...state.segments.values()].sort((a, b) => a.start - b.start
+      || String(a.device_id).localeCompare(String(b.device_id)) || a.seq - b.seq);
+  }
+
+  function segmentItem(seg) {
+    const fixedBy = state.supersededBy.get(seg.segment_id);
+    const correction = fixedBy ? state.segments.get(fixedBy) : null;
+    const text = correction
+      ? [el("del", { title: "superseded by a correction" }, seg.text),
+        el("span", { class: "correction" }, " → ", el("ins", {}, correction.text))]
+      : [seg.text];
+    return el("li", { id: `seg-${seg.segment_id}`, class: correction ? "segment superseded" : "segment",
+      tabindex: "-1", dataset: { start: seg.start, end: seg.end } },
+    el("button", { type: "button", class: "time", title: `Play from ${clock(seg.start)}`,
+      "aria-label": `Play from ${clock(seg.start)}`, onclick: () => jumpTo(seg.segment_id, seg.start) },
+    clock(seg.start)),
+    seg.speaker ? el("span", { class: "speaker" }, seg.speaker) : null,
+    el("span", { class: "text" }, ...text),
+    seg.supersedes ? el("span", { class: "tag" }, "correction") : null);
+  }
+
+  function renderTranscript() {
+    const list = $("transcript");
+    list.replaceChildren(...ordered().map(segmentItem));
+    if (!state.segments.size) list.append(el("li", { class: "note" }, "No segments yet."));
+  }
+
+  function insertLive(seg) {
+    const list = $("transcript");
+    const panel = list.closest(".transcript-col");
+    const atBottom = panel.scrollHeight - panel.scrollTop - panel.clientHeight < 80;
+    const known = state.segments.has(seg.segment_id);
+    addSegment(seg);
+    if (known) return;
+    const note = list.querySelector(".note");
+    if (note) note.remove();
+    if (seg.supersedes) {
+      const old = state.segments.get(seg.supersedes);
+      const oldItem = $(`seg-${seg.supersedes}`);
+      if (old && oldItem) oldItem.replaceWith(segmentItem(old));
+    }
+    const item = segmentItem(seg);
+    item.classList.add("arrived");
+    const after = [...list.children].find((li) => Number(li.dataset.start) > seg.start);
+    list.insertBefore(item, after || null);
+    if (atBottom && !after) panel.scrollTop = panel.scrollHeight;
+  }
+
+  // -- live captions: the SSE stream, read with fetch so it carries the bearer token ---------------------------
+  function stopStream() {
+    if (state.stream) state.stream.abort();
+    state.stream = null;
+    $("live-status").textContent = "";
+  }
+
+  async function startStream(id) {
+    stopStream();
+    const controller = new AbortController();
+    state.stream = controller;
+    let after = -1;
+    let delay = 1000;
+    while (!controller.signal.aborted && state.meetingId === id) {
+      try {
+        const response = await api(meetingPath(id, `/events?after=${after}`), {
+          signal: controller.signal, headers: { Accept: "text/event-stream" } });
+        delay = 1000;
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let cut;
+          while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+            const block = buffer.slice(0, cut);
+            buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
+            const event = { event: "message", data: [] };
+            for (const line of block.split(/\r?\n/)) {
+              if (!line || line.startsWith(":")) continue;
+              const colon = line.indexOf(":");
+              const name = colon < 0 ? line : line.slice(0, colon);
+              const val = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+              if (name === "data") event.data.push(val);
+              else event[name] = val;
+            }
+            if (event.id !== undefined) after = Number(event.id);
+            if (!event.data.length) continue;
+            onLiveEvent(id, event.event, JSON.parse(event.data.join("\n")));
+          }
+        }
+      } catch (err) {
+        if (controller.signal.aborted || err.status === 401 || err.status === 404) return;
+        $("live-status").textContent = "Live captions interrupted; reconnecting…";
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 15000);
+    }
+  }
+
+  let liveCount = 0;
+  function onLiveEvent(id, kind, data) {
+    if (state.meetingId !== id) return;
+    if (kind === "closed") {
+      $("live-badge").hidden = true;
+      $("live-status").textContent = `The meeting closed (${data.reason}).`;
+      scheduleRefresh(500);
+      return;
+    }
+    const isNew = !state.segments.has(data.segment_id);
+    insertLive(data);
+    if (isNew) {
+      liveCount += 1;
+      $("live-badge").hidden = false;
+      $("live-status").textContent = `Live: ${liveCount} new segment${liveCount === 1 ? "" : "s"} · latest at ${clock(data.start)}`;
+      scheduleRefresh(3000);
+    }
+  }
+
+  // A live meeting's summary and ledger follow its segments (the service summarizes in the background).
+  function scheduleRefresh(wait) {
+    clearTimeout(state.refreshTimer);
+    const id = state.meetingId;
+    state.refreshTimer = setTimeout(async () => {
+      if (state.meetingId !== id) return;
+      try {
+        const [summary, ledger] = await Promise.all([getJson(meetingPath(id, "/summary")),
+          getJson(meetingPath(id, "/ledger"))]);
+        if (state.meetingId !== id) return;
+        renderSummary(summary);
+        renderLedger(ledger);
+      } catch (err) {
+        if (err.status === 503) scheduleRefresh(5000);
+      }
+    }, wait);
+  }
+
+  // -- summary and ledger -----------------------------------------------------------------------------------
+  function jumpButton(source, label) {
+    const first = (source.segment_ids || [])[0];
+    return el("button", { type: "button", class: "time", title: `Play from ${clock(source.start)}`,
+      "aria-label": `Play from ${clock(source.start)}`, onclick: () => jumpTo(first, source.start) }, label || clock(source.start));
+  }
+
+  function renderSummary(summary) {
+    const box = $("summary");
+    if (!summary) {
+      box.replaceChildren(el("p", { class: "note" }, "The summary is being made…"));
+      return;
+    }
+    const l2 = summary.l2 || [];
+    const l1 = summary.l1 || [];
+    box.replaceChildren(
+      l2.length ? el("ul", { class: "lines l2" }, l2.map((line) => el("li", {}, jumpButton(line), " ", line.text)))
+        : el("p", { class: "note" }, summary.final ? "Nothing to summarize." : "No topic section has closed yet."),
+      l1.length ? el("h3", {}, "By topic") : null,
+      l1.map((section, i) => el("details", { class: "section", open: l1.length <= 4 },
+        el("summary", {}, `§${i + 1} ${clock(section.start)}–${clock(section.end)}`),
+        el("ul", { class: "lines" }, (section.lines || []).map((line) => el("li", {}, jumpButton(line), " ", line.text))))),
+      summary.open_from !== null && summary.open_from !== undefined && !summary.final
+        ? el("p", { class: "note" }, `From ${clock(summary.open_from)} the current topic is still open.`) : null);
+  }
+
+  const KINDS = [["decisions", "Decisions"], ["todos", "To do"], ["open_questions", "Open questions"],
+    ["facts", "Facts"]];
+
+  function renderLedger(ledger) {
+    const box = $("ledger");
+    if (!ledger) {
+      box.replaceChildren(el("p", { class: "note" }, "The ledger is being made…"));
+      return;
+    }
+    const parts = [];
+    for (const [key, title] of KINDS) {
+      const items = ledger[key] || [];
+      parts.push(el("h3", {}, `${title} `, el("span", { class: "count" }, `(${items.filter((i) => i.status === "current").length})`)));
+      if (!items.length) {
+        parts.push(el("p", { class: "note" }, "None."));
+        continue;
+      }
+      parts.push(el("ul", { class: `ledger ${key}` }, items.map((item) => ledgerItem(key, item))));
+    }
+    box.replaceChildren(...parts);
+  }
+
+  function ledgerItem(key, item) {
+    const superseded = item.status === "superseded";
+    let body;
+    if (key === "todos") {
+      body = el("span", { class: "todo" },
+        el("strong", {}, item.owner || "someone"), " — ", item.task || item.text,
+        item.due || item.due_date ? el("span", { class: "due" }, ` · due ${item.due || ""}${item.due_date
+          ? ` (${item.due_date})` : ""}`) : null);
+    } else if (key === "facts" && item.what) {
+      body = el("span", {}, el("strong", {}, `${item.what}: `), item.value || item.text);
+    } else {
+      body = el("span", {}, item.text);
+    }
+    const label = `${superseded ? "Superseded: " : ""}${item.text} (${clock(item.source.start)})`;
+    return el("li", { class: superseded ? "superseded" : "" },
+      el("button", { type: "button", class: "item", "aria-label": `Play from ${clock(item.source.start)}: ${label}`,
+        dataset: { item: item.id },
+        onclick: () => jumpTo((item.source.segment_ids || [])[0], item.source.start) },
+      el("span", { class: "time" }, clock(item.source.start)), " ",
+      superseded ? el("del", {}, body) : body,
+      superseded ? el("span", { class: "tag" }, "superseded") : null));
+  }
+
+  // -- audio and jumping ------------------------------------------------------------------------------------
+  async function loadAudio(id, ticket) {
+    const player = $("player");
+    if (state.audioUrl) URL.revokeObjectURL(state.audioUrl);
+    state.audioUrl = null;
+    player.removeAttribute("src");
+    player.hidden = false;
+    $("audio-note").textContent = "Loading audio…";
+    try {
+      // Fetched with the token (an <audio src> cannot send one) and played from memory: Opus speech is
+      // about 11 MB an hour.
+      const blob = await (await api(meetingPath(id, "/audio"))).blob();
+      if (ticket !== state.loadToken) return;
+      state.audioUrl = URL.createObjectURL(blob);
+      player.src = state.audioUrl;
+      $("audio-note").textContent = "";
+    } catch (err) {
+      player.hidden = err.status === 404;
+      $("audio-note").textContent = err.status === 404 ? "No audio is kept for this meeting."
+        : `The audio could not be loaded: ${err.message}`;
+    }
+  }
+
+  $("player").addEventListener("loadedmetadata", () => {
+    if (state.pendingSeek !== null) {
+      const at = state.pendingSeek;
+      state.pendingSeek = null;
+      seek(at);
+    }
+  });
+
+  function seek(at) {
+    const player = $("player");
+    if (!player.src || player.readyState < 1) {
+      state.pendingSeek = at;
+      return;
+    }
+    player.currentTime = at;
+    const playing = player.play();
+    if (playing && playing.catch) playing.catch(() => { /* autoplay refused: the position is set anyway */ });
+  }
+
+  function jumpTo(segmentId, at) {
+    let item = segmentId ? $(`seg-${segmentId}`) : null;
+    if (!item && at !== null && at !== undefined) {
+      item = [...$("transcript").children].find((li) => Number(li.dataset.end) >= at) || null;
+    }
+    for (const old of document.querySelectorAll(".segment.current")) old.classList.remove("current");
+    if (item) {
+      item.classList.add("current");
+      item.scrollIntoView({ block: "center", behavior: "auto" });
+      item.focus({ preventScroll: true });
+    }
+    const start = at !== null && at !== undefined ? at : (item ? Number(item.dataset.start) : null);
+    if (start !== null && !Number.isNaN(start)) seek(start);
+  }
+
+  // -- ask ------------------------------------------------------------------------------------------------------
+  function renderAnswer(answer, heard) {
+    const box = $("answer");
+    const citations = answer.citations || [];
+    box.replaceChildren(
+      heard ? el("p", { class: "heard" }, "You asked: ", el("q", {}, heard)) : null,
+      el("p", { class: "answer-text" }, el("span", { class: "badge" }, answer.kind), " ", answer.answer),
+      citations.length ? el("ol", { class: "citations" }, citations.map((c) => el("li", {},
+        el("button", { type: "button", class: "item", onclick: () => jumpTo(c.segment_id, c.start),
+          "aria-label": `Play from ${clock(c.start)}: ${c.text}` },
+        el("span", { class: "time" }, clock(c.start)), " ",
+        c.speaker ? el("span", { class: "speaker" }, `${c.speaker}: `) : null, c.text)))) : null,
+      answer.manifest ? el("details", { class: "manifest" },
+        el("summary", {}, "How this answer was built"),
+        el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "Block"), el("th", {}, "Tokens"), el("th", {}, "Why"))),
+          el("tbody", {}, answer.manifest.map((b) => el("tr", {}, el("td", {}, b.block), el("td", { class: "num" }, b.tokens),
+            el("td", {}, b.reason)))))) : null);
+  }
+
+  $("ask-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const question = $("ask-input").value.trim();
+    if (!question) return;
+    const box = $("answer");
+    box.replaceChildren(el("p", { class: "note" }, "Thinking…"));
+    try {
+      const answer = await getJson(meetingPath(state.meetingId, "/ask"), {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ question, explain: true }) });
+      renderAnswer(answer);
+    } catch (err) {
+      box.replaceChildren(el("p", { class: "error" }, err.message));
+    }
+  });
+
+  // Hold to speak: the browser records while the button is held, then sends the clip to /ask/voice.
+  const speak = { recorder: null, chunks: [], stream: null };
+  async function startSpeaking() {
+    if (speak.recorder) return;
+    const button = $("hold-to-speak");
+    if (!navigator.mediaDevices || !window.MediaRecorder) {
+      $("answer").replaceChildren(el("p", { class: "error" }, "This browser cannot record (it needs a secure page, https or localhost, and microphone access)."));
+      return;
+    }
+    try {
+      speak.stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    } catch (err) {
+      $("answer").replaceChildren(el("p", { class: "error" }, `No microphone: ${err.message}`));
+      return;
+    }
+    const type = ["audio/ogg;codecs=opus", "audio/webm;codecs=opus", "audio/webm"].find((t) => MediaRecorder.isTypeSupported(t));
+    speak.recorder = new MediaRecorder(speak.stream, type ? { mimeType: type } : {});
+    speak.chunks = [];
+    speak.recorder.ondataavailable = (e) => { if (e.data.size) speak.chunks.push(e.data); };
+    speak.recorder.onstop = sendSpoken;
+    speak.recorder.start();
+    button.classList.add("recording");
+    button.textContent = "Listening… release to ask";
+  }
+
+  function stopSpeaking() {
+    if (!speak.recorder) return;
+    speak.recorder.stop();
+    for (const track of speak.stream.getTracks()) track.stop();
+    const button = $("hold-to-speak");
+    button.classList.remove("recording");
+    button.textContent = "Hold to speak";
+  }
+
+  async function sendSpoken() {
+    const recorder = speak.recorder;
+    speak.recorder = null;
+    const type = recorder.mimeType || "audio/webm";
+    const blob = new Blob(speak.chunks, { type });
+    const box = $("answer");
+    if (blob.size < 200) {
+      box.replaceChildren(el("p", { class: "note" }, "Too short: hold the button while you speak."));
+      return;
+    }
+    box.replaceChildren(el("p", { class: "note" }, "Transcribing your question…"));
+    const form = new FormData();
+    form.append("file", blob, type.includes("ogg") ? "question.ogg" : "question.webm");
+    form.append("explain", "true");
+    try {
+      const answer = await getJson(meetingPath(state.meetingId, "/ask/voice"), { method: "POST", body: form });
+      renderAnswer(answer, answer.transcribed_question);
+    } catch (err) {
+      box.replaceChildren(el("p", { class: "error" }, err.message));
+    }
+  }
+
+  const hold = $("hold-to-speak");
+  hold.addEventListener("pointerdown", (e) => { e.preventDefault(); startSpeaking(); });
+  hold.addEventListener("pointerup", stopSpeaking);
+  hold.addEventListener("pointerleave", stopSpeaking);
+  hold.addEventListener("keydown", (e) => {
+    if ((e.key === " " || e.key === "Enter") && !e.repeat) { e.preventDefault(); startSpeaking(); }
+  });
+  hold.addEventListener("keyup", (e) => { if (e.key === " " || e.key === "Enter") { e.preventDefault(); stopSpeaking(); } });
+
+  // -- search -----------------------------------------------------------------------------------------------------
+  $("search-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const q = $("search-input").value.trim();
+    const list = $("search-results");
+    for (const old of document.querySelectorAll(".segment.hit")) old.classList.remove("hit");
+    list.replaceChildren(el("li", { class: "note" }, "Searching…"));
+    try {
+      const hits = await getJson(meetingPath(state.meetingId, `/search?q=${encodeURIComponent(q)}&k=10`));
+      list.replaceChildren(...(hits.length ? hits.map((h) => {
+        const item = $(`seg-${h.segment_id}`);
+        if (item) item.classList.add("hit");
+        return el("li", {}, el("button", { type: "button", class: "item", onclick: () => jumpTo(h.segment_id, h.start),
+          "aria-label": `Play from ${clock(h.start)}: ${h.text}` },
+        el("span", { class: "time" }, clock(h.start)), " ",
+        h.speaker ? el("span", { class: "speaker" }, `${h.speaker}: `) : null,
+        el("span", { class: "hit-text" }, highlighted(h.text, q))));
+      }) : [el("li", { class: "note" }, "Nothing found.")]));
+    } catch (err) {
+      list.replaceChildren(el("li", { class: "error" }, err.message));
+    }
+  });
+
+  // -- export --------------------------------------------------------------------------------------------------
+  for (const button of document.querySelectorAll("[data-export]")) {
+    button.addEventListener("click", async () => {
+      const fmt = button.dataset.export;
+      try {
+        const response = await api(meetingPath(state.meetingId, `/export?format=${fmt}`));
+        const blob = await response.blob();
+        const url = URL.createObjectURL(blob);
+        const safe = state.meetingId.replace(/[^\w.-]+/g, "_");
+        const link = el("a", { href: url, download: `${safe}.${fmt}` });
+        document.body.append(link);
+        link.click();
+        link.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 10000);
+      } catch (err) {
+        flash(`The export failed: ${err.message}`);
+      }
+    });
+  }
+
+  // The section links on a phone: scroll to the section (the address keeps naming the meeting).
+  for (const link of document.querySelectorAll("[data-goto]")) {
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      const target = $(link.dataset.goto);
+      target.scrollIntoView({ block: "start" });
+      const heading = target.querySelector("h2");
+      if (heading) { heading.tabIndex = -1; heading.focus({ preventScroll: true }); }
+    });
+  }
+
+  route();
+})();

@@ -1,0 +1,109 @@
+"""`meetmem export` (minutes, subtitles, JSON) and a meeting's audio (`ingest --audio`, `audio delete`)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tempfile
+from pathlib import Path
+
+from meetmem.store.errors import InvalidSegment
+
+from .context import CommandContext
+from .progress import note
+from .store_commands import emit_json
+
+#: The device id of audio attached to a meeting from a file (`ingest --audio`): one per meeting.
+FILE_AUDIO_DEVICE = "file"
+
+
+def cmd_export(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.store.export import header_for, render
+
+    log = ctx.log
+    segments = log.segments(args.meeting_id, tenant=ctx.tenant, include_superseded=True)
+    meta = getattr(log, "metadata", None)  # title, date and participants, where the log records them
+    info = meta(args.meeting_id, tenant=ctx.tenant) if callable(meta) else None
+    header = header_for(args.meeting_id, segments, title=getattr(info, "title", None),
+                        started_at=getattr(info, "started_at", None),
+                        participants=getattr(info, "participants", None),
+                        closed=log.closure(args.meeting_id, tenant=ctx.tenant) is not None)
+    digest = ctx.digester.digest(args.meeting_id, tenant=ctx.tenant) if segments else None
+    sys.stdout.write(render(args.format, header, segments, digest))
+    return 0
+
+
+def ogg_audio(path: Path, *, quiet: bool = False) -> bytes:
+    """The file's bytes when it is Ogg Opus or Vorbis already, else the file encoded as Ogg Opus (PyAV)."""
+    from meetmem.store.audio import InvalidAudio, ogg_info
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidSegment(f"cannot read the audio file: {exc.strerror}", source=str(path)) from exc
+    try:
+        ogg_info(data)
+        return data
+    except InvalidAudio:
+        pass
+    from meetmem.edge.audio import read_file
+    from meetmem.edge.recording import OggOpusWriter
+
+    if not quiet:
+        note(f"encoding {path.name} as Ogg Opus")
+    with tempfile.TemporaryDirectory(prefix="meetmem-audio-") as tmp:
+        out = Path(tmp) / "audio.ogg"
+        with OggOpusWriter(out) as writer:
+            for block in read_file(path, chunk_seconds=10.0):
+                writer.write(block)
+        return out.read_bytes()
+
+
+def attach_audio(meeting_id: str, data: bytes, path: str, ctx: CommandContext) -> dict[str, object]:
+    """Keep `data` (Ogg, from `ogg_audio(path)`) as the meeting's audio from the meeting's start (the CLI's
+    `ingest --audio`)."""
+    from meetmem.store.audio import AudioStore
+
+    store = AudioStore(ctx.log)
+    existing = store.get(meeting_id, FILE_AUDIO_DEVICE, 0, tenant=ctx.tenant)
+    if existing is not None and existing.sha256 != hashlib.sha256(data).hexdigest():
+        raise InvalidSegment(f"meeting {meeting_id!r} already has other audio; remove it first with "
+                             f"`meetmem audio delete {meeting_id}`", source=path)
+    chunk, new = store.add(meeting_id, FILE_AUDIO_DEVICE, 0, data, start=0.0, tenant=ctx.tenant)
+    if not ctx.quiet:
+        state = "kept" if new else "already kept"
+        note(f"audio {state}: {chunk.duration:.1f} s of {chunk.codec}, {chunk.size / 1024:.0f} KiB, "
+             f"sha256 {chunk.sha256[:12]}…")
+    return chunk.public()
+
+
+def cmd_audio_delete(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.store.audio import AudioStore
+
+    removed = AudioStore(ctx.log).delete(args.meeting_id, tenant=ctx.tenant)
+    if args.json:
+        emit_json({"meeting_id": args.meeting_id, "deleted_chunks": removed})
+    else:
+        print(f"{args.meeting_id}: removed {removed} audio chunks; the transcript is unchanged")
+    return 0
+
+
+def add_export_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("export", parents=[common], help="a meeting as Markdown minutes, SRT/WebVTT subtitles or JSON",
+                       description="Write the meeting to stdout: `md` minutes (title, date, participants, summary, "
+                       "decisions, todos with owners and dates, open questions, each with its time), `srt` or `vtt` "
+                       "subtitles (one cue per segment), or `json` (segments, summary and ledger).")
+    p.add_argument("meeting_id", metavar="MEETING_ID")
+    p.add_argument("--format", choices=["md", "srt", "vtt", "json"], default="md", help="the format (default md)")
+    p.set_defaults(func=cmd_export)
+
+    audio = sub.add_parser("audio", help="a meeting's kept audio",
+                           description="Manage a meeting's audio, which is kept apart from its transcript "
+                           "(attach it with `ingest --audio FILE`).")
+    audio_sub = audio.add_subparsers(dest="audio_command", metavar="ACTION", required=True)
+    p = audio_sub.add_parser("delete", parents=[common], help="delete a meeting's audio, keeping its transcript",
+                             description="Remove the meeting's audio files. The transcript log and its hash chain "
+                             "are not touched (`meetmem verify` still passes).")
+    p.add_argument("meeting_id", metavar="MEETING_ID")
+    p.set_defaults(func=cmd_audio_delete)

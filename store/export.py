@@ -1,0 +1,206 @@
+"""A meeting written out for people and other programs: Markdown minutes, SRT and WebVTT subtitles, JSON.
+
+Pure functions over the store's records (standard library only), so the CLI and the HTTP service render
+the same bytes. Times in minutes and subtitles are the meeting's own positions (seconds from its start),
+the same ones every answer cites, so a line of the minutes can be played back from the audio.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import LEDGER_KEYS, MeetingDigest, Segment
+from .timecode import format_time
+
+#: The formats `meetmem export --format` and `GET .../export?format=` take, with their media types.
+EXPORT_FORMATS: dict[str, str] = {
+    "md": "text/markdown; charset=utf-8",
+    "srt": "application/x-subrip; charset=utf-8",
+    "vtt": "text/vtt; charset=utf-8",
+    "json": "application/json",
+}
+
+#: The file name extension of each format (for a download's name).
+EXPORT_SUFFIX = {"md": ".md", "srt": ".srt", "vtt": ".vtt", "json": ".json"}
+
+# A subtitle cue must end after it starts (WebVTT requires it); a zero-length segment is shown this long.
+_MIN_CUE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingHeader:
+    """What the minutes say about a meeting before its content.
+
+    `title`, `started_at` and `participants` come from the meeting's metadata when it has some; otherwise
+    the title is the meeting's id and the participants are the speakers heard (see `header_for`).
+    """
+
+    meeting_id: str
+    title: str
+    started_at: str | None = None
+    duration: float = 0.0
+    participants: tuple[str, ...] = field(default_factory=tuple)
+    closed: bool = True
+
+
+def header_for(meeting_id: str, segments: Sequence[Segment], *, title: str | None = None,
+               started_at: str | None = None, participants: Sequence[str] | None = None,
+               closed: bool = True) -> MeetingHeader:
+    """The header from whatever metadata is known, the rest derived from the segments."""
+    speakers: list[str] = []
+    for seg in segments:
+        if seg.speaker and seg.speaker not in speakers:
+            speakers.append(seg.speaker)
+    duration = max((s.end for s in segments), default=0.0)
+    return MeetingHeader(meeting_id=meeting_id, title=title or meeting_id, started_at=started_at,
+                         duration=duration, participants=tuple(participants or speakers), closed=closed)
+
+
+def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None) -> str:
+    """The meeting in `fmt` (`md`, `srt`, `vtt` or `json`).
+
+    Args:
+        segments: the meeting's segments in listing order, corrected ones included (`supersedes` links a
+            correction to the segment it replaces): subtitles show only what stands, the JSON keeps both.
+        digest: the summaries and ledger (None when none could be made: the minutes then say so).
+
+    Raises:
+        ValueError: an unknown format (the message lists the known ones).
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    if fmt == "md":
+        return minutes_markdown(header, segments, digest)
+    if fmt == "json":
+        return export_json(header, segments, digest)
+    return subtitles(_standing(segments), vtt=fmt == "vtt")
+
+
+def _standing(segments: Sequence[Segment]) -> list[Segment]:
+    """The segments no correction replaced, in listing order."""
+    replaced = {s.supersedes for s in segments if s.supersedes}
+    return [s for s in segments if s.segment_id not in replaced]
+
+
+# -- subtitles ----------------------------------------------------------------------------------------------
+def _cue_time(seconds: float, *, sep: str) -> str:
+    millis = int(round(max(seconds, 0.0) * 1000))
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs, ms = divmod(rest, 1000)
+    return f"{hours:02d}:{minutes:02d}:{secs:02d}{sep}{ms:03d}"
+
+
+def _one_line(text: str) -> str:
+    # A blank line ends a cue in both formats, and "-->" starts a timing line in WebVTT.
+    return " ".join(text.split()).replace("-->", "->")
+
+
+def _vtt_escape(text: str) -> str:
+    # WebVTT cue text must escape "&" and "<"; ">" may stand as it is (and "-->" never reaches here).
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def subtitles(segments: Sequence[Segment], *, vtt: bool) -> str:
+    """SRT (`vtt=False`) or WebVTT cues, one per segment, the speaker as a voice (VTT) or a prefix (SRT)."""
+    ordered = sorted(segments, key=lambda s: (s.start, s.device_id, s.seq))
+    blocks: list[str] = ["WEBVTT\n"] if vtt else []
+    for number, seg in enumerate(ordered, start=1):
+        end = max(seg.end, seg.start + _MIN_CUE) if seg.end - seg.start < 0.001 else seg.end
+        text = _one_line(seg.text)
+        sep = "." if vtt else ","
+        timing = f"{_cue_time(seg.start, sep=sep)} --> {_cue_time(end, sep=sep)}"
+        if vtt:
+            speaker = _one_line(seg.speaker or "").replace(">", "")
+            body = f"<v {_vtt_escape(speaker)}>{_vtt_escape(text)}" if speaker else _vtt_escape(text)
+        else:
+            body = f"{_one_line(seg.speaker)}: {text}" if seg.speaker else text
+        blocks.append(f"{number}\n{timing}\n{body}\n")
+    return "\n".join(blocks)
+
+
+# -- Markdown minutes ---------------------------------------------------------------------------------------
+def _md(text: str) -> str:
+    """Text safe inside a Markdown list item or table cell (one line, no table or emphasis breaks)."""
+    return _one_line(text).replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+
+
+def _at(source: dict[str, Any]) -> str:
+    return f"[{format_time(float(source['start']))}]"
+
+
+def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None) -> str:
+    """Minutes: title, date, participants, the summary, decisions, todos, open questions and facts, each
+    line with the time it was said (superseded items struck through and kept, in time order)."""
+    out = [f"# {_one_line(header.title)}", ""]
+    if header.title != header.meeting_id:
+        out.append(f"- **Meeting:** `{header.meeting_id}`")
+    out.append(f"- **Date:** {header.started_at or 'not recorded'}")
+    out.append(f"- **Duration:** {format_time(header.duration)}")
+    out.append(f"- **Participants:** {', '.join(_md(p) for p in header.participants) or 'not recorded'}")
+    out.append(f"- **Status:** {'closed' if header.closed else 'in progress'}")
+    out.append("")
+    if digest is None:
+        out += ["_No summary or ledger could be made for this meeting._", ""]
+        return "\n".join(out)
+    out += ["## Summary", ""]
+    out += [f"- {_at(line.source.public())} {_md(line.text)}" for line in digest.l2] or ["_Nothing yet._"]
+    out.append("")
+    ledger = digest.ledger_public()
+
+    def item_line(item: dict[str, Any], text: str) -> str:
+        if item["status"] == "superseded":
+            return f"- {_at(item['source'])} ~~{text}~~ (superseded)"
+        return f"- {_at(item['source'])} {text}"
+
+    out += ["## Decisions", ""]
+    out += [item_line(i, _md(i["text"])) for i in ledger["decisions"]] or ["_None recorded._"]
+    out += ["", "## To do", ""]
+    if ledger["todos"]:
+        out += ["| Time | Owner | Task | Due | Status |", "| --- | --- | --- | --- | --- |"]
+        for item in ledger["todos"]:
+            due = item.get("due") or ""
+            if item.get("due_date"):
+                due = f"{due} ({item['due_date']})" if due else item["due_date"]
+            task = _md(item.get("task") or item["text"])
+            state = "superseded" if item["status"] == "superseded" else "open"
+            if state == "superseded":
+                task = f"~~{task}~~"
+            out.append(f"| {_at(item['source'])} | {_md(item.get('owner') or '—')} | {task} | "
+                       f"{_md(due) or '—'} | {state} |")
+    else:
+        out.append("_None recorded._")
+    for key, title in (("open_questions", "Open questions"), ("facts", "Facts")):
+        out += ["", f"## {title}", ""]
+        out += [item_line(i, _md(i["text"])) for i in ledger[key]] or ["_None recorded._"]
+    out.append("")
+    return "\n".join(out)
+
+
+# -- JSON -----------------------------------------------------------------------------------------------------
+def export_json(header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None) -> str:
+    """One JSON document: the meeting, every segment (corrections and the segments they replace, marked),
+    the summary and the ledger, in the shapes of `segments`, `summary` and `ledger --json`."""
+    replaced = {s.supersedes: s.segment_id for s in segments if s.supersedes}
+    rows = []
+    for seg in segments:
+        row = seg.public()
+        row["superseded_by"] = replaced.get(seg.segment_id)
+        rows.append(row)
+    doc: dict[str, Any] = {
+        "meeting_id": header.meeting_id,
+        "title": header.title,
+        "started_at": header.started_at,
+        "duration": header.duration,
+        "participants": list(header.participants),
+        "status": "closed" if header.closed else "live",
+        "segments": rows,
+        "summary": digest.summary_public() if digest is not None else None,
+        "ledger": digest.ledger_public() if digest is not None else None,
+    }
+    if digest is None:
+        doc["ledger"] = {key: [] for key in LEDGER_KEYS.values()}
+    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
