@@ -104,7 +104,7 @@
     return response;
   }
 
-  const getJson = async (path) => (await api(path)).json();
+  const getJson = async (path, options) => (await api(path, options)).json();
   const meetingPath = (id, rest = "") => `/v1/meetings/${encodeURIComponent(id)}${rest}`;
 
   // -- sign in -----------------------------------------------------------------------------------------------
@@ -599,7 +599,13 @@
     for (const old of document.querySelectorAll(".segment.current")) old.classList.remove("current");
     if (item) {
       item.classList.add("current");
-      item.scrollIntoView({ block: "center", behavior: "auto" });
+      const panel = item.closest(".transcript-col");
+      if (panel.scrollHeight > panel.clientHeight + 1 && getComputedStyle(panel).overflowY !== "visible") {
+        // Wide screens: the transcript scrolls in its own column; the rest of the page stays put.
+        panel.scrollTop = item.offsetTop - panel.clientHeight / 2 + item.offsetHeight / 2;
+      } else {
+        item.scrollIntoView({ block: "center" });
+      }
       item.focus({ preventScroll: true });
     }
     const start = at !== null && at !== undefined ? at : (item ? Number(item.dataset.start) : null);
