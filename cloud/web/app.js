@@ -35,6 +35,12 @@
     return node;
   }
 
+  // Replace a node's children; nulls are skipped and arrays flattened (replaceChildren would print them).
+  function put(node, ...children) {
+    node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false)
+      .map((c) => (c instanceof Node ? c : document.createTextNode(String(c)))));
+  }
+
   function clock(seconds) {
     const total = Math.max(0, Math.floor(seconds || 0));
     const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
@@ -190,7 +196,7 @@
     meetings.forEach((m, i) => { m._order = i; });
     meetings.sort((a, b) => (dateOf(b) || "").localeCompare(dateOf(a) || "") || b._order - a._order);
     const body = $("meetings").querySelector("tbody");
-    body.replaceChildren();
+    put(body);
     $("list-empty").hidden = meetings.length > 0;
     $("meetings").hidden = meetings.length === 0;
     const fills = [];
@@ -249,16 +255,16 @@
     event.preventDefault();
     const q = $("search-all-input").value.trim();
     const list = $("search-all-results");
-    list.replaceChildren(el("li", { class: "note" }, "Searching…"));
+    put(list, el("li", { class: "note" }, "Searching…"));
     try {
       const hits = await getJson(`/v1/search?q=${encodeURIComponent(q)}&k=20`);
-      list.replaceChildren(...(hits.length ? hits.map((h) => el("li", {},
+      put(list, ...(hits.length ? hits.map((h) => el("li", {},
         el("a", { href: `#/m/${encodeURIComponent(h.meeting_id)}?seg=${encodeURIComponent(h.segment_id)}&t=${h.start}` },
           el("span", { class: "where" }, `${h.meeting_id} · ${clock(h.start)}`),
           h.speaker ? el("span", { class: "speaker" }, `${h.speaker}: `) : null,
           highlighted(h.text, q)))) : [el("li", { class: "note" }, "Nothing found.")]));
     } catch (err) {
-      list.replaceChildren(el("li", { class: "error" }, err.message));
+      put(list, el("li", { class: "error" }, err.message));
     }
   });
 
@@ -365,7 +371,7 @@
 
   function renderTranscript() {
     const list = $("transcript");
-    list.replaceChildren(...ordered().map(segmentItem));
+    put(list, ...ordered().map(segmentItem));
     if (!state.segments.size) list.append(el("li", { class: "note" }, "No segments yet."));
   }
 
@@ -488,12 +494,12 @@
   function renderSummary(summary) {
     const box = $("summary");
     if (!summary) {
-      box.replaceChildren(el("p", { class: "note" }, "The summary is being made…"));
+      put(box, el("p", { class: "note" }, "The summary is being made…"));
       return;
     }
     const l2 = summary.l2 || [];
     const l1 = summary.l1 || [];
-    box.replaceChildren(
+    put(box,
       l2.length ? el("ul", { class: "lines l2" }, l2.map((line) => el("li", {}, jumpButton(line), " ", line.text)))
         : el("p", { class: "note" }, summary.final ? "Nothing to summarize." : "No topic section has closed yet."),
       l1.length ? el("h3", {}, "By topic") : null,
@@ -510,7 +516,7 @@
   function renderLedger(ledger) {
     const box = $("ledger");
     if (!ledger) {
-      box.replaceChildren(el("p", { class: "note" }, "The ledger is being made…"));
+      put(box, el("p", { class: "note" }, "The ledger is being made…"));
       return;
     }
     const parts = [];
@@ -523,7 +529,7 @@
       }
       parts.push(el("ul", { class: `ledger ${key}` }, items.map((item) => ledgerItem(key, item))));
     }
-    box.replaceChildren(...parts);
+    put(box, ...parts);
   }
 
   function ledgerItem(key, item) {
@@ -616,7 +622,7 @@
   function renderAnswer(answer, heard) {
     const box = $("answer");
     const citations = answer.citations || [];
-    box.replaceChildren(
+    put(box,
       heard ? el("p", { class: "heard" }, "You asked: ", el("q", {}, heard)) : null,
       el("p", { class: "answer-text" }, el("span", { class: "badge" }, answer.kind), " ", answer.answer),
       citations.length ? el("ol", { class: "citations" }, citations.map((c) => el("li", {},
@@ -636,14 +642,14 @@
     const question = $("ask-input").value.trim();
     if (!question) return;
     const box = $("answer");
-    box.replaceChildren(el("p", { class: "note" }, "Thinking…"));
+    put(box, el("p", { class: "note" }, "Thinking…"));
     try {
       const answer = await getJson(meetingPath(state.meetingId, "/ask"), {
         method: "POST", headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ question, explain: true }) });
       renderAnswer(answer);
     } catch (err) {
-      box.replaceChildren(el("p", { class: "error" }, err.message));
+      put(box, el("p", { class: "error" }, err.message));
     }
   });
 
@@ -653,13 +659,13 @@
     if (speak.recorder) return;
     const button = $("hold-to-speak");
     if (!navigator.mediaDevices || !window.MediaRecorder) {
-      $("answer").replaceChildren(el("p", { class: "error" }, "This browser cannot record (it needs a secure page, https or localhost, and microphone access)."));
+      put($("answer"), el("p", { class: "error" }, "This browser cannot record (it needs a secure page, https or localhost, and microphone access)."));
       return;
     }
     try {
       speak.stream = await navigator.mediaDevices.getUserMedia({ audio: true });
     } catch (err) {
-      $("answer").replaceChildren(el("p", { class: "error" }, `No microphone: ${err.message}`));
+      put($("answer"), el("p", { class: "error" }, `No microphone: ${err.message}`));
       return;
     }
     const type = ["audio/ogg;codecs=opus", "audio/webm;codecs=opus", "audio/webm"].find((t) => MediaRecorder.isTypeSupported(t));
@@ -688,10 +694,10 @@
     const blob = new Blob(speak.chunks, { type });
     const box = $("answer");
     if (blob.size < 200) {
-      box.replaceChildren(el("p", { class: "note" }, "Too short: hold the button while you speak."));
+      put(box, el("p", { class: "note" }, "Too short: hold the button while you speak."));
       return;
     }
-    box.replaceChildren(el("p", { class: "note" }, "Transcribing your question…"));
+    put(box, el("p", { class: "note" }, "Transcribing your question…"));
     const form = new FormData();
     form.append("file", blob, type.includes("ogg") ? "question.ogg" : "question.webm");
     form.append("explain", "true");
@@ -699,7 +705,7 @@
       const answer = await getJson(meetingPath(state.meetingId, "/ask/voice"), { method: "POST", body: form });
       renderAnswer(answer, answer.transcribed_question);
     } catch (err) {
-      box.replaceChildren(el("p", { class: "error" }, err.message));
+      put(box, el("p", { class: "error" }, err.message));
     }
   }
 
@@ -718,10 +724,10 @@
     const q = $("search-input").value.trim();
     const list = $("search-results");
     for (const old of document.querySelectorAll(".segment.hit")) old.classList.remove("hit");
-    list.replaceChildren(el("li", { class: "note" }, "Searching…"));
+    put(list, el("li", { class: "note" }, "Searching…"));
     try {
       const hits = await getJson(meetingPath(state.meetingId, `/search?q=${encodeURIComponent(q)}&k=10`));
-      list.replaceChildren(...(hits.length ? hits.map((h) => {
+      put(list, ...(hits.length ? hits.map((h) => {
         const item = $(`seg-${h.segment_id}`);
         if (item) item.classList.add("hit");
         return el("li", {}, el("button", { type: "button", class: "item", onclick: () => jumpTo(h.segment_id, h.start),
@@ -731,7 +737,7 @@
         el("span", { class: "hit-text" }, highlighted(h.text, q))));
       }) : [el("li", { class: "note" }, "Nothing found.")]));
     } catch (err) {
-      list.replaceChildren(el("li", { class: "error" }, err.message));
+      put(list, el("li", { class: "error" }, err.message));
     }
   });
 

@@ -1,0 +1,325 @@
+"""The meeting app in chromium: sign in, open the demo meeting, jump from the ledger to the transcript and
+the audio, live captions, search, ask, export; screenshots at phone and desktop widths.
+
+Playwright launches Debian's chromium by path (no browser download) against a real `meetmem serve` on a
+loopback port holding the demo meeting and its audio. Where no chromium is installed (scripts/test.sh
+installs it with apt-get), the tests skip and say so. Screenshots go to `test-artifacts/` (or
+`MEETMEM_TEST_ARTIFACTS`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import srt
+import webvtt
+
+DEMO_MEETING = "demo-launch-review"
+DEMO_DATA = Path(str(resources.files("meetmem.demo_data").joinpath("sample_meeting.jsonl"))).parent
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run",
+                  # The page plays audio on a click; headless chromium has no one to click for it.
+                  "--autoplay-policy=no-user-gesture-required"]
+ARTIFACTS = Path(os.environ.get("MEETMEM_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts"))
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@dataclass
+class App:
+    """A running `meetmem serve` with the demo meeting: its URL, database and a token of its tenant."""
+
+    url: str
+    db: Path
+    token: str
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("no chromium on this machine (scripts/test.sh installs Debian's with apt-get)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (pip install 'meetmem[dev]')")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory, meetmem_cli: Callable[..., Any],
+        cli_command: list[str]) -> Iterator[App]:
+    """`meetmem serve` (the real MiniLM model) on a database holding the demo meeting with its audio."""
+    folder = tmp_path_factory.mktemp("web")
+    db = folder / "app.db"
+    result = meetmem_cli("ingest", DEMO_MEETING, str(DEMO_DATA / "sample_meeting.jsonl"), "--audio",
+                         str(DEMO_DATA / "sample_meeting.ogg"), db=db)
+    assert result.returncode == 0, result.stderr
+    made = meetmem_cli("token", "create", "--tenant", "local", db=db)
+    assert made.returncode == 0, made.stderr
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
+               MEETMEM_EMBEDDER="minilm", MEETMEM_CLOSE_AFTER_SILENCE="0", MEETMEM_VOICE_MODEL="none")
+    log_path = folder / "serve.log"
+    with log_path.open("ab") as output:
+        process = subprocess.Popen([*cli_command, "serve", "--db", str(db), "--port", str(port)], env=env,
+                                   stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, log_path.read_text(errors="replace")[-3000:]
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "meetmem serve did not become ready in 120 s"
+            time.sleep(0.2)  # polling a process we do not control; the deadline bounds it
+        yield App(url, db, made.stdout.strip())
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def page(browser: Any, app: App) -> Iterator[Any]:
+    """A fresh desktop-sized tab (its own session storage), with the page's errors collected."""
+    context = browser.new_context(viewport={"width": 1366, "height": 900}, accept_downloads=True)
+    tab = context.new_page()
+    tab.errors = []
+    tab.on("pageerror", lambda exc: tab.errors.append(str(exc)))
+    try:
+        yield tab
+    finally:
+        context.close()
+
+
+def sign_in(page: Any, app: App) -> None:
+    page.goto(app.url + "/")
+    page.fill("#token-input", app.token)
+    page.press("#token-input", "Enter")
+    page.wait_for_selector("#meetings tbody tr")
+
+
+def artifact(name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS / name
+
+pytestmark = pytest.mark.model  # the server loads the real MiniLM model
+
+
+def _open_demo(page: Any, app: App) -> None:
+    sign_in(page, app)
+    page.click(f"#meetings a:has-text('{DEMO_MEETING}')")
+    page.wait_for_selector("#transcript li.segment")
+    page.wait_for_selector("#ledger ul.todos li")
+    # The audio is loaded (fetched with the token) and knows its length.
+    page.wait_for_function("document.getElementById('player').readyState >= 1")
+
+
+def _panel_shows(page: Any, selector: str) -> bool:
+    """Whether the element lies inside the visible part of the transcript column."""
+    return page.evaluate(
+        """(sel) => { const el = document.querySelector(sel); const panel = el.closest('.transcript-col');
+            const a = el.getBoundingClientRect(), b = panel.getBoundingClientRect();
+            return a.top >= b.top - 1 && a.bottom <= b.bottom + 1 && a.top >= 0 && a.bottom <= innerHeight; }""",
+        selector)
+
+
+def test_sign_in_and_the_meetings_list(page: Any, app: App) -> None:
+    page.goto(app.url + "/")
+    assert page.is_visible("#signin-view")
+    page.fill("#token-input", "mm_not_a_real_token")
+    page.press("#token-input", "Enter")
+    page.wait_for_function("document.getElementById('signin-error').textContent.length > 0")
+    assert "not accepted" in page.text_content("#signin-error")
+    assert page.is_visible("#signin-view")
+    sign_in(page, app)
+    row = page.locator("#meetings tbody tr", has_text=DEMO_MEETING)
+    page.wait_for_function("[...document.querySelectorAll('#meetings td')].every(td => td.textContent !== '…')")
+    cells = [c.strip() for c in row.locator("td").all_text_contents()]
+    assert cells[1] == "4 min" and cells[3] == "closed" and cells[4] == "6"
+    assert set(cells[2].split(", ")) == {"Alice", "Bob", "Dana", "Chen Wei"}
+    # The token stays in this tab only, and a reload keeps the session.
+    assert page.evaluate("sessionStorage.getItem('meetmem.token')") == app.token
+    assert page.evaluate("localStorage.length") == 0
+    page.reload()
+    page.wait_for_selector("#meetings tbody tr")
+    page.click("#signout")
+    assert page.is_visible("#signin-view")
+    assert page.evaluate("sessionStorage.getItem('meetmem.token')") is None
+
+
+def test_a_ledger_item_jumps_to_its_segment_and_plays_from_there(page: Any, app: App) -> None:
+    with app.client() as client:
+        ledger = client.get(f"/v1/meetings/{DEMO_MEETING}/ledger").json()
+    todo = ledger["todos"][-1]  # the last: the transcript must scroll to reach it
+    segment_id = todo["source"]["segment_ids"][0]
+    _open_demo(page, app)
+    assert not _panel_shows(page, f"#seg-{segment_id}")
+    page.click(f"#ledger button[data-item='{todo['id']}']")
+    page.wait_for_selector(f"#seg-{segment_id}.current")
+    assert _panel_shows(page, f"#seg-{segment_id}")
+    at = page.evaluate("document.getElementById('player').currentTime")
+    assert todo["source"]["start"] - 0.05 <= at <= todo["source"]["start"] + 1.5
+    # The same with the keyboard: a decision, focused and activated with Enter.
+    decision = ledger["decisions"][0]
+    page.focus(f"#ledger button[data-item='{decision['id']}']")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#seg-{decision['source']['segment_ids'][0]}.current")
+    assert _panel_shows(page, f"#seg-{decision['source']['segment_ids'][0]}")
+    at = page.evaluate("document.getElementById('player').currentTime")
+    assert decision["source"]["start"] - 0.05 <= at <= decision["source"]["start"] + 1.5
+    # A summary line jumps too.
+    page.locator("#summary ul.l2 button.time").first.click()
+    page.wait_for_selector("#transcript li.current")
+    assert page.errors == []
+
+
+def test_live_captions_arrive_while_segments_are_posted(page: Any, app: App) -> None:
+    meeting = "live-standup"
+    lines = ["Morning all, quick standup today.", "The build is green again since last night.",
+             "Dana will send the budget to finance by Friday.", "We decided to ship the beta on March 3rd."]
+    with app.client() as client:
+        first = {"device_id": "glasses-1", "segments": [{"seq": 0, "start": 0.0, "end": 2.5, "speaker": "Alice",
+                                                         "text": lines[0]}]}
+        assert client.post(f"/v1/meetings/{meeting}/segments", json=first).status_code == 200
+        sign_in(page, app)
+        page.click(f"#meetings a:has-text('{meeting}')")
+        page.wait_for_selector("#transcript li.segment")
+        assert page.is_visible("#live-badge")
+        assert page.text_content("#audio-note") == "No audio is kept for this meeting."
+        for seq, text in enumerate(lines[1:], start=1):
+            body = {"device_id": "glasses-1", "segments": [{"seq": seq, "start": seq * 3.0, "end": seq * 3.0 + 2.5,
+                                                            "speaker": "Bob" if seq % 2 else "Dana", "text": text}]}
+            assert client.post(f"/v1/meetings/{meeting}/segments", json=body).status_code == 200
+            page.wait_for_selector(f"#transcript li.segment:has-text('{text}')")
+        # A correction arrives: the corrected segment is struck through, with the correction beside it.
+        wrong = client.get(f"/v1/meetings/{meeting}/segments").json()[3]["segment_id"]
+        fix = {"device_id": "glasses-1", "segments": [{"seq": 4, "start": 9.0, "end": 11.5, "speaker": "Dana",
+                                                       "text": "We decided to ship the beta on March 13th.",
+                                                       "supersedes": wrong}]}
+        assert client.post(f"/v1/meetings/{meeting}/segments", json=fix).status_code == 200
+        page.wait_for_selector(f"#seg-{wrong}.superseded del:has-text('March 3rd')")
+        assert "March 13th" in page.text_content(f"#seg-{wrong} ins")
+        assert page.locator("#transcript li.segment").count() == 5
+        # The meeting ends; its ledger appears without a reload.
+        assert client.post(f"/v1/meetings/{meeting}/close").status_code == 200
+    page.wait_for_selector("#ledger ul.todos li:has-text('send the budget to finance')", timeout=60_000)
+    page.wait_for_function("document.getElementById('live-badge').hidden")
+    assert page.errors == []
+
+
+def test_search_highlights_hits(page: Any, app: App) -> None:
+    _open_demo(page, app)
+    page.fill("#search-input", "hinge drop tests")
+    page.press("#search-input", "Enter")
+    page.wait_for_selector("#search-results mark")
+    marks = {m.lower() for m in page.locator("#search-results mark").all_text_contents()}
+    assert {"hinge", "drop"} <= marks
+    assert page.locator("#transcript li.segment.hit").count() >= 1
+    first = page.locator("#search-results button.item").first
+    first.click()
+    page.wait_for_selector("#transcript li.segment.current.hit")
+
+
+def test_ask_by_typing_shows_citations_and_the_manifest(page: Any, app: App) -> None:
+    _open_demo(page, app)
+    page.fill("#ask-input", "When is the revised quote due?")
+    page.press("#ask-input", "Enter")
+    page.wait_for_selector("#answer .answer-text")
+    assert "March 12th" in page.text_content("#answer .answer-text")
+    citation = page.locator("#answer ol.citations button").first
+    assert "March 12th" in citation.text_content()
+    citation.click()
+    page.wait_for_selector("#transcript li.segment.current:has-text('March 12th')")
+    at = page.evaluate("document.getElementById('player').currentTime")
+    assert 114.0 <= at <= 116.0
+    assert not page.is_visible("#answer details.manifest table")
+    page.click("#answer details.manifest summary")
+    assert page.locator("#answer details.manifest tbody tr").count() >= 1
+    # Nothing of the page's own making leaks into the text (an unset value, an object printed whole).
+    text = page.text_content("#meeting-view")
+    assert "null" not in text and "undefined" not in text and "[object" not in text
+
+
+def test_every_export_downloads_and_parses(page: Any, app: App, tmp_path: Path) -> None:
+    _open_demo(page, app)
+    files: dict[str, str] = {}
+    for fmt in ("md", "srt", "vtt", "json"):
+        with page.expect_download() as info:
+            page.click(f"[data-export='{fmt}']")
+        download = info.value
+        assert download.suggested_filename == f"{DEMO_MEETING}.{fmt}"
+        target = tmp_path / download.suggested_filename
+        download.save_as(target)
+        files[fmt] = target.read_text(encoding="utf-8")
+    cues = list(srt.parse(files["srt"], ignore_errors=False))
+    captions = webvtt.from_string(files["vtt"])
+    doc = json.loads(files["json"])
+    assert len(cues) == len(captions) == len(doc["segments"]) == 52
+    assert cues[0].content.startswith("Alice: ") and captions[0].voice == "Alice"
+    md = files["md"]
+    assert md.startswith(f"# {DEMO_MEETING}\n")
+    assert re.search(r"^\| \[01:54\] \| Bob \| send the revised quote to the supplier \| March 12th", md, re.M)
+    assert len(re.findall(r"^- \[\d\d:\d\d\] ", md.split("## Decisions")[1].split("## To do")[0], re.M)) == 3
+
+
+@pytest.mark.parametrize(("name", "viewport"), [("desktop", {"width": 1366, "height": 900}),
+                                                ("phone", {"width": 390, "height": 844})])
+def test_screenshots_at_phone_and_desktop_widths(browser: Any, app: App, name: str, viewport: dict) -> None:
+    context = browser.new_context(viewport=viewport, device_scale_factor=1, is_mobile=name == "phone",
+                                  has_touch=name == "phone")
+    page = context.new_page()
+    try:
+        _open_demo(page, app)
+        # Nothing sticks out sideways on a phone: the page is as wide as the screen.
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        page.click("#ledger ul.todos li:first-child button")
+        page.wait_for_selector("#transcript li.current")
+        page.evaluate("document.getElementById('player').pause()")
+        if name == "desktop":  # an answer beside the transcript, its citations ready to play
+            page.fill("#ask-input", "When is the revised quote due?")
+            page.press("#ask-input", "Enter")
+            page.wait_for_selector("#answer .answer-text")
+            page.evaluate("document.querySelector('.side').scrollTop = 0")
+        page.mouse.move(0, 0)  # no hover highlight in the picture
+        path = artifact(f"meeting-{name}.png")
+        page.screenshot(path=str(path))
+        assert path.stat().st_size > 10_000
+    finally:
+        context.close()
