@@ -118,13 +118,15 @@ class CaptureAgent:
 
     def __init__(self, asr: ASR, outbox: Outbox, options: CaptureOptions, *,
                  on_segment: Callable[[OutboxSegment], None] | None = None,
-                 on_status: Callable[[CaptureStatus], None] | None = None) -> None:
+                 on_status: Callable[[CaptureStatus], None] | None = None,
+                 on_audio: Callable[[np.ndarray, float], None] | None = None) -> None:
         self.asr = asr
         self.outbox = outbox
         self.options = options
         self.cleaner = FillerCleaner(options.glossary)
         self.on_segment = on_segment
         self.on_status = on_status
+        self.on_audio = on_audio  # every block heard, with its start on the meeting's clock (the audio keeper)
         self.status = CaptureStatus()
 
     def run(self, chunks: Iterable[np.ndarray], *, source: str, live: bool = False,
@@ -148,8 +150,11 @@ class CaptureAgent:
         status.resumed_at = status.audio_time = done_until
         vad = VADSegmenter(self.options.vad, wall_clock_anchor=anchor)
         base = offset + skip / SAMPLE_RATE
+        heard = _skip(chunks, skip)
+        if self.on_audio is not None:
+            heard = _tee(heard, base, self.on_audio)
         if live or anchor is not None:
-            self._run_live(_skip(chunks, skip), vad, base, source)
+            self._run_live(heard, vad, base, source)
             status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
             self.outbox.record_progress(meeting, source, status.audio_time)
             if self.on_status is not None:
@@ -157,7 +162,7 @@ class CaptureAgent:
             return status
         pack = self.options.pack_seconds
         waiting: list[Utterance] = []
-        for chunk in _skip(chunks, skip):
+        for chunk in heard:
             for utterance in vad.feed(chunk):
                 waiting.append(utterance)
                 if sum(u.duration + PACK_GAP for u in waiting) > pack:
@@ -308,6 +313,16 @@ class CaptureAgent:
             self.status.latencies.append(time.time() - utterance.wall_clock_end)
         if self.on_segment is not None:
             self.on_segment(stored)
+
+
+def _tee(chunks: Iterable[np.ndarray], start: float,
+         keep: Callable[[np.ndarray, float], None]) -> Iterator[np.ndarray]:
+    """The chunks unchanged, each also handed to `keep` with its start on the meeting's clock."""
+    position = start
+    for chunk in chunks:
+        keep(chunk, position)
+        position += len(chunk) / SAMPLE_RATE
+        yield chunk
 
 
 def _skip(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:

@@ -104,6 +104,12 @@ class CloudClient:
             raise
         return [item["text"] for item in ledger.get("glossary", []) if item.get("status") == "current"]
 
+    def put_audio_chunk(self, meeting_id: str, device_id: str, chunk_seq: int, start: float,
+                        data: bytes) -> dict[str, Any]:
+        """Upload one Ogg Opus chunk of the device's recording (idempotent by device and chunk seq)."""
+        return self._call("PUT", f"/v1/meetings/{meeting_id}/audio/chunks/{device_id}/{chunk_seq}",
+                          params={"start": start}, content=data, headers={"Content-Type": "audio/ogg"})
+
     def close_meeting(self, meeting_id: str) -> dict[str, Any]:
         return self._call("POST", f"/v1/meetings/{meeting_id}/close")
 
@@ -122,8 +128,9 @@ class Uploader:
     """
 
     def __init__(self, outbox: Outbox, client: CloudClient, options: SyncOptions | None = None, *,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None, audio: Any = None) -> None:
         self.outbox = outbox
+        self.audio = audio  # an AudioKeeper whose finished chunks go up once the segments are all sent
         self.client = client
         self.options = options or SyncOptions()
         self.backoff = Backoff(self.options.backoff_base, self.options.backoff_max)
@@ -214,6 +221,17 @@ class Uploader:
                 log.exception("sync failed unexpectedly; retrying")
                 self._wait(self.backoff.next_delay())
                 continue
+            if sent == 0 and self.audio is not None:
+                try:
+                    from .recording import upload_pending
+
+                    upload_pending(self.audio, self.client, self.outbox.device_id)
+                except CloudError as exc:
+                    self.last_error = exc
+                    delay = self.backoff.next_delay()
+                    log.warning("sync: audio: %s; retrying in %.1f s", exc, delay)
+                    self._wait(delay)
+                    continue
             self.last_error = None
             self.backoff.reset()
             if sent == 0:

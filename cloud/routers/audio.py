@@ -152,8 +152,9 @@ def list_chunks(meeting_id: MeetingId, service: Service, tenant: Tenant, audio: 
     response_model=AudioUploadOut,
     responses={403: {"description": "the policy does not keep audio for this meeting"},
                **errors(400, 401, 404, 409, 413, 422)},
-    openapi_extra={"requestBody": {"required": True, "content": {OGG_MEDIA_TYPE: {"schema": {"type": "string",
-                                                                                          "format": "binary"}}}}},
+    # Any media type is read as the chunk's bytes; declared as octet-stream so generic clients can send it.
+    openapi_extra={"requestBody": {"required": True, "content": {
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}},
     summary="Upload one chunk of a device's recording (Ogg Opus), idempotent by (device, chunk seq)",
 )
 async def put_chunk(

@@ -32,7 +32,8 @@ def export_meeting(service: MeetingService, tenant: str, meeting_id: str, fmt: s
     "/{meeting_id}/export",
     responses={
         200: {"description": "the meeting in the format asked for",
-              "content": {media.split(";")[0]: {"schema": {"type": "string"}} for media in EXPORT_FORMATS.values()}},
+              "content": {media.split(";")[0]: {"schema": {"type": "object" if "json" in media else "string"}}
+                          for media in EXPORT_FORMATS.values()}},
         **errors(401, 404, 422, 503),
     },
     response_class=Response,

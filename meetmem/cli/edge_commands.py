@@ -130,11 +130,20 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
     glossary = _glossary(args)
     if args.cloud_glossary:
         glossary = _with_cloud_glossary(client, args.meeting, glossary, quiet=ctx.quiet)
-    uploader = Uploader(outbox, client, SyncOptions(batch=args.batch))
+    keeper = None
+    if args.keep_audio:
+        from meetmem.edge.recording import AudioKeeper
+
+        folder = Path(args.audio_dir) if args.audio_dir else outbox.path.with_name(outbox.path.name + ".audio")
+        keeper = AudioKeeper(folder, args.meeting, chunk_seconds=args.audio_chunk_seconds,
+                             retention_days=args.audio_retention_days)
+        keeper.prune()
+    uploader = Uploader(outbox, client, SyncOptions(batch=args.batch), audio=keeper)
     status_line = StatusLine(outbox, uploader, enabled=not ctx.quiet)
     agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id=args.meeting, language=asr.options.language,
                                                      glossary=glossary, speaker=args.speaker),
-                         on_segment=lambda segment: _stored(segment, uploader, glasses), on_status=status_line)
+                         on_segment=lambda segment: _stored(segment, uploader, glasses), on_status=status_line,
+                         on_audio=keeper.feed if keeper is not None else None)
     try:
         if glasses is not None:
             if not ctx.quiet:
@@ -150,9 +159,14 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
         status = agent.run(chunks, source=source, live=live,
                            anchor=time.time() if (args.input in ("-", "mic") or args.realtime) else None)
         status_line(status, force=True)
+        if keeper is not None:
+            keeper.close()  # the last chunk, cut where the input ended
         drained = uploader.drain(timeout=args.timeout)
         status_line(status, force=True)
+        audio_report = _send_kept_audio(keeper, uploader, client, outbox.device_id, quiet=ctx.quiet)
     finally:
+        if keeper is not None:
+            keeper.close()  # an interrupted capture keeps what it heard so far
         if ws_input is not None:
             ws_input.close()
         if glasses is not None:
@@ -169,6 +183,8 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
               "dropped_utterances": status.dropped, "sent": uploader.sent, "pending": stats.pending,
               "rejected": stats.rejected, "real_time_factor": round(status.real_time_factor, 3),
               "outbox": str(outbox.path)}
+    if audio_report is not None:
+        report["audio"] = audio_report
     outbox.close()
     if args.json:
         emit_json(report)
@@ -183,6 +199,27 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not ctx.quiet and not args.json:
         note(f"{status.segments} segments captured and acknowledged by the cloud")
     return 0
+
+
+def _send_kept_audio(keeper: Any, uploader: Any, client: Any, device_id: str, *, quiet: bool) -> dict | None:
+    """Once the segments are sent: the kept audio's last chunks go up where the cloud keeps audio."""
+    if keeper is None:
+        return None
+    from meetmem.edge.errors import CloudError
+    from meetmem.edge.recording import upload_pending
+
+    uploader.stop()  # one sender at a time from here
+    try:
+        upload_pending(keeper, client, device_id)
+    except CloudError as exc:
+        if not quiet:
+            note(f"audio not uploaded yet ({exc}); it stays in {keeper.folder} and goes up on the next run")
+    counts: dict[str, int] = {}
+    for chunk in keeper.chunks():
+        counts[chunk.state] = counts.get(chunk.state, 0) + 1
+    report = {"folder": str(keeper.folder), "chunks": counts, "bytes": keeper.disk_bytes()}
+    keeper.shutdown()
+    return report
 
 
 def _stored(segment: Any, uploader: Any, glasses: Any) -> None:
@@ -338,6 +375,14 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     p.add_argument("--speaker", default=None, help="a speaker label for every segment (the wearer)")
     p.add_argument("--device-id", default=None, help="the device id of a new outbox (default: random)")
     p.add_argument("--batch", type=int, default=50, help="segments per request (default 50)")
+    p.add_argument("--no-keep-audio", dest="keep_audio", action="store_false",
+                   help="do not keep what was heard (by default it is kept as Ogg Opus chunks beside the outbox "
+                   "and uploaded where the cloud's policy keeps audio)")
+    p.add_argument("--audio-dir", default=None, help="where kept audio goes (default: OUTBOX.audio beside the outbox)")
+    p.add_argument("--audio-retention-days", type=float, default=7.0,
+                   help="days kept audio stays on the device, uploaded or not (default 7)")
+    p.add_argument("--audio-chunk-seconds", type=float, default=60.0,
+                   help="seconds of audio per chunk, the unit of upload (default 60)")
     p.add_argument("--no-cloud-glossary", dest="cloud_glossary", action="store_false",
                    help="do not add the glossary the cloud's ledger holds for the meeting to the hotwords")
     p.set_defaults(func=cmd_edge_run)
