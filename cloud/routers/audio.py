@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from meetmem.store.audio import OGG_MEDIA_TYPE, AudioStore, InvalidAudio
 from meetmem.store.errors import InvalidSegment
@@ -47,7 +47,7 @@ DeviceId = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00-\
 
 
 class AudioPolicy(BaseModel):
-    keep: bool = Field(description="whether audio uploaded for the meeting (or the tenant) is kept")
+    keep: StrictBool = Field(description="whether audio uploaded for the meeting (or the tenant) is kept")
 
 
 class AudioPolicyOut(AudioPolicy):
@@ -193,7 +193,7 @@ def get_policy(meeting_id: MeetingId, service: Service, tenant: Tenant, audio: A
 
 
 @router.put("/meetings/{meeting_id}/audio/policy", response_model=AudioPolicyOut,
-            responses=errors(401, 404, 422), summary="Keep (or refuse) uploaded audio for this meeting")
+            responses=errors(400, 401, 404, 413, 422), summary="Keep (or refuse) uploaded audio for this meeting")
 def put_policy(meeting_id: MeetingId, body: AudioPolicy, service: Service, tenant: Tenant,
                audio: Audio) -> AudioPolicyOut:
     service.require_meeting(tenant, meeting_id)
@@ -201,7 +201,7 @@ def put_policy(meeting_id: MeetingId, body: AudioPolicy, service: Service, tenan
     return AudioPolicyOut(keep=body.keep, scope="meeting")
 
 
-@router.put("/audio/policy", response_model=AudioPolicyOut, responses=errors(401, 422),
+@router.put("/audio/policy", response_model=AudioPolicyOut, responses=errors(400, 401, 413, 422),
             summary="Keep (or refuse) uploaded audio for every meeting of the tenant without its own setting")
 def put_tenant_policy(body: AudioPolicy, tenant: Tenant, audio: Audio) -> AudioPolicyOut:
     audio.set_policy(body.keep, tenant=tenant)

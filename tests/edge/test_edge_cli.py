@@ -166,6 +166,30 @@ def test_edge_commands_run_with_the_cloud_packages_blocked(server: Any, meeting_
     assert "March 12" in answer["answer"] and answer["citations"][0]["start"] > 5
 
 
+def test_edge_keeps_its_audio_and_the_cloud_plays_it_where_the_policy_allows(
+        serve_factory: Any, token_maker: Any, cli_command: list[str], meeting_audio: Any, tmp_path: Path) -> None:
+    import json
+
+    from meetmem.store.audio import ogg_info
+
+    serve = serve_factory()
+    serve.start()
+    token = token_maker(serve.db, "acme")
+    headers = {"Authorization": f"Bearer {token}"}
+    assert httpx.put(f"{serve.url}/v1/audio/policy", json={"keep": True}, headers=headers).status_code == 200
+    result = _edge(cli_command, "run", "--input", str(meeting_audio.path), "--meeting", "kept", "--cloud",
+                   serve.url, "--token", token, "--outbox", str(tmp_path / "outbox.db"), "--audio-chunk-seconds",
+                   "10", "--json", "-q", *COMMON)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    chunks = httpx.get(f"{serve.url}/v1/meetings/kept/audio/chunks", headers=headers).json()
+    assert report["audio"]["chunks"] == {"uploaded": len(chunks)} and len(chunks) >= 2
+    assert [c["start"] for c in chunks] == [10.0 * i for i in range(len(chunks))]
+    whole = httpx.get(f"{serve.url}/v1/meetings/kept/audio", headers=headers, timeout=60)
+    assert ogg_info(whole.content).duration == pytest.approx(len(meeting_audio.samples) / 16000, abs=0.2)
+    assert len(list((tmp_path / "outbox.db.audio").glob("*.ogg"))) == len(chunks)
+
+
 @pytest.mark.parametrize("content", [b"", b"RIFF\x24\x00\x00\x00WAVEfmt garbage", b"not audio at all\n" * 50])
 def test_bad_audio_is_a_one_line_error(cli_command: list[str], tmp_path: Path, content: bytes) -> None:
     bad = tmp_path / "bad.wav"
