@@ -1,7 +1,7 @@
 """The edge keeps what it heard: 16 kHz mono audio written as Opus in Ogg, in chunks beside the outbox.
 
 A transcript says what was said; the audio lets a person check it. Opus at 24 kbit/s keeps speech clear at
-about 11 MB an hour (docs/BENCHMARKS.md), small enough for a board's SD card. The pipeline hands each
+about 10 MB an hour (docs/BENCHMARKS.md), small enough for a board's SD card. The pipeline hands each
 block of samples it reads to `AudioKeeper.feed`; every `chunk_seconds` the keeper closes an Ogg file and
 records it in `chunks.db` in the same folder (meeting, chunk seq, start in the meeting, sha256), so the sync thread
 can upload it, idempotently by `(device, chunk seq)`, when the cloud keeps audio for that meeting. Files

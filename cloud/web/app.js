@@ -565,7 +565,7 @@
     $("audio-note").textContent = "Loading audio…";
     try {
       // Fetched with the token (an <audio src> cannot send one) and played from memory: Opus speech is
-      // about 11 MB an hour.
+      // about 10 MB an hour (24 kbit/s).
       const blob = await (await api(meetingPath(id, "/audio"))).blob();
       if (ticket !== state.loadToken) return;
       state.audioUrl = URL.createObjectURL(blob);

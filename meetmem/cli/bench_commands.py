@@ -15,6 +15,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     from meetmem.eval import (
         ami_ledger,
+        bench_audio,
         bench_context,
         bench_edge,
         bench_serve,
@@ -32,3 +33,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_summaries.add_parser(bench_sub, common)
     bench_context.add_parser(bench_sub, common)
     locomo.add_parser(bench_sub, common)
+    bench_audio.add_parser(bench_sub, common)
