@@ -540,8 +540,10 @@
         el("strong", {}, item.owner || "someone"), " — ", item.task || item.text,
         item.due || item.due_date ? el("span", { class: "due" }, ` · due ${item.due || ""}${item.due_date
           ? ` (${item.due_date})` : ""}`) : null);
-    } else if (key === "facts" && item.what) {
-      body = el("span", {}, el("strong", {}, `${item.what}: `), item.value || item.text);
+    } else if (key === "facts" && item.value && item.text.includes(item.value)) {
+      // The sentence, its value in bold: "amount: $4,250" alone would not say of what.
+      const at = item.text.indexOf(item.value);
+      body = el("span", {}, item.text.slice(0, at), el("strong", {}, item.value), item.text.slice(at + item.value.length));
     } else {
       body = el("span", {}, item.text);
     }
