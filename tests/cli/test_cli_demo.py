@@ -40,3 +40,50 @@ def test_demo_json_answers_every_sample_question_with_timestamped_citations(
     assert "To do:" in report["overview"]["answer"] and report["overview"]["citations"]
     assert stored
     assert list(tmp_path.iterdir()) == []  # a temporary database, nothing left in the working directory
+
+
+def test_demo_serve_prints_the_page_and_a_token_and_serves_the_meeting_with_its_audio(
+        cli_command: list[str], tmp_path: Path) -> None:
+    import hashlib
+    import os
+    import subprocess
+    import time
+
+    import httpx
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MEETMEM_EMBEDDER": "none"}
+    env.pop("MEETMEM_DB", None)
+    proc = subprocess.Popen([*cli_command, "demo", "--serve", "--port", "0", "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        url = token = None
+        for line in proc.stdout:
+            if line.startswith("The meeting app: "):
+                url = line.split(": ", 1)[1].strip()
+            if line.startswith("Sign-in token: "):
+                token = line.split(":", 1)[1].strip()
+                break
+        assert url and token, proc.stderr.read() if proc.stderr else ""
+        headers = {"Authorization": f"Bearer {token}"}
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = httpx.get(url, timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)  # the server is binding its port; the deadline bounds the wait
+        assert page.status_code == 200 and "meetmem" in page.text
+        meetings = httpx.get(f"{url}v1/meetings", headers=headers, timeout=30).json()
+        assert [m["meeting_id"] for m in meetings] == ["demo-launch-review"]
+        audio = httpx.get(f"{url}v1/meetings/demo-launch-review/audio", headers=headers, timeout=30)
+        shipped = Path(__file__).resolve().parents[2] / "meetmem" / "demo_data" / "sample_meeting.ogg"
+        assert audio.status_code == 200
+        assert hashlib.sha256(audio.content).hexdigest() == hashlib.sha256(shipped.read_bytes()).hexdigest()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()

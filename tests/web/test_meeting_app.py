@@ -182,6 +182,10 @@ def test_sign_in_and_the_meetings_list(page: Any, app: App) -> None:
     page.click("#signout")
     assert page.is_visible("#signin-view")
     assert page.evaluate("sessionStorage.getItem('meetmem.token')") is None
+    # The link `meetmem demo --serve` prints signs in at once, and the token leaves the address bar.
+    page.goto(f"{app.url}/#token={app.token}")
+    page.wait_for_selector("#meetings tbody tr")
+    assert page.evaluate("location.hash") == "#/" and app.token not in page.url
 
 
 def test_a_ledger_item_jumps_to_its_segment_and_plays_from_there(page: Any, app: App) -> None:
