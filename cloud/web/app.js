@@ -673,9 +673,15 @@
     const type = ["audio/ogg;codecs=opus", "audio/webm;codecs=opus", "audio/webm"].find((t) => MediaRecorder.isTypeSupported(t));
     speak.recorder = new MediaRecorder(speak.stream, type ? { mimeType: type } : {});
     speak.chunks = [];
-    speak.recorder.ondataavailable = (e) => { if (e.data.size) speak.chunks.push(e.data); };
+    const started = performance.now();
+    button.dataset.recordedMs = "0";
+    speak.recorder.ondataavailable = (e) => {
+      if (e.data.size) speak.chunks.push(e.data);
+      // How much has been heard so far (a test, or a screen reader's user, can tell it is listening).
+      button.dataset.recordedMs = String(Math.round(performance.now() - started));
+    };
     speak.recorder.onstop = sendSpoken;
-    speak.recorder.start();
+    speak.recorder.start(250);
     button.classList.add("recording");
     button.textContent = "Listening… release to ask";
   }

@@ -57,7 +57,8 @@ class App:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+def playwright() -> Iterator[Any]:
+    """Playwright, once per session (its sync API allows one instance per thread), and the chromium path."""
     executable = _chromium()
     if executable is None:
         pytest.skip("no chromium on this machine (scripts/test.sh installs Debian's with apt-get)")
@@ -65,12 +66,18 @@ def browser() -> Iterator[Any]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip("playwright is not installed (pip install 'meetmem[dev]')")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with sync_playwright() as started:
+        started.executable = executable
+        yield started
+
+
+@pytest.fixture(scope="session")
+def browser(playwright: Any) -> Iterator[Any]:
+    launched = playwright.chromium.launch(executable_path=playwright.executable, args=CHROMIUM_FLAGS)
+    try:
+        yield launched
+    finally:
+        launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +95,9 @@ def app(tmp_path_factory: pytest.TempPathFactory, meetmem_cli: Callable[..., Any
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
-               MEETMEM_EMBEDDER="minilm", MEETMEM_CLOSE_AFTER_SILENCE="0", MEETMEM_VOICE_MODEL="none")
+               MEETMEM_EMBEDDER="minilm", MEETMEM_CLOSE_AFTER_SILENCE="0",
+               # Spoken questions from the page: the small English Whisper is enough for one clear sentence.
+               MEETMEM_VOICE_MODEL="tiny.en")
     log_path = folder / "serve.log"
     with log_path.open("ab") as output:
         process = subprocess.Popen([*cli_command, "serve", "--db", str(db), "--port", str(port)], env=env,
@@ -301,6 +310,42 @@ def test_every_export_downloads_and_parses(page: Any, app: App, tmp_path: Path) 
     assert md.startswith(f"# {DEMO_MEETING}\n")
     assert re.search(r"^\| \[01:54\] \| Bob \| send the revised quote to the supplier \| March 12th", md, re.M)
     assert len(re.findall(r"^- \[\d\d:\d\d\] ", md.split("## Decisions")[1].split("## To do")[0], re.M)) == 3
+
+
+def test_hold_to_speak_asks_aloud(playwright: Any, app: App, tmp_path: Path) -> None:
+    """The browser's microphone is a WAV of the question (chromium's fake capture device); the page records
+    it with MediaRecorder while the button is held and sends it to /ask/voice."""
+    if not (shutil.which("espeak-ng") and shutil.which("sox")):
+        pytest.skip("needs espeak-ng and sox to speak the question (apt-get install espeak-ng sox)")
+    spoken = tmp_path / "spoken.wav"
+    question = tmp_path / "question.wav"
+    subprocess.run(["espeak-ng", "-s", "140", "-w", str(spoken), "When is the revised quote due?"], check=True)
+    # 16 kHz 16-bit mono with a second of silence after it: the fake device loops the file.
+    subprocess.run(["sox", str(spoken), "-r", "16000", "-b", "16", "-c", "1", str(question), "pad", "0.3", "1.0"],
+                   check=True)
+    seconds = float(subprocess.run(["soxi", "-D", str(question)], capture_output=True, text=True,
+                                   check=True).stdout)
+    flags = [*CHROMIUM_FLAGS, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+             f"--use-file-for-fake-audio-capture={question}"]
+    browser = playwright.chromium.launch(executable_path=playwright.executable, args=flags)
+    try:
+        context = browser.new_context(viewport={"width": 1366, "height": 900})
+        context.grant_permissions(["microphone"], origin=app.url)
+        page = context.new_page()
+        _open_demo(page, app)
+        page.locator("#hold-to-speak").focus()
+        page.keyboard.down(" ")  # held with the keyboard: Space down ... Space up
+        page.wait_for_function(f"Number(document.getElementById('hold-to-speak').dataset.recordedMs) >= "
+                               f"{int(seconds * 1000)}", timeout=30_000)
+        page.keyboard.up(" ")
+        page.wait_for_selector("#answer .answer-text", timeout=120_000)
+        heard = page.text_content("#answer .heard").lower()
+        assert "quote" in heard, heard
+        assert "March 12th" in page.text_content("#answer .answer-text")
+        page.locator("#answer ol.citations button").first.click()
+        page.wait_for_selector("#transcript li.segment.current:has-text('March 12th')")
+    finally:
+        browser.close()
 
 
 @pytest.mark.parametrize(("name", "viewport"), [("desktop", {"width": 1366, "height": 900}),
