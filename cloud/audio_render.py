@@ -20,6 +20,8 @@ import numpy as np
 from meetmem.store.audio import AudioChunk
 
 SAMPLE_RATE = 16000
+#: How many made files one meeting's cache keeps.
+KEEP_RENDERED = 8
 
 
 def render_range(chunks: Sequence[AudioChunk], start: float, end: float, folder: Path) -> Path:
@@ -37,6 +39,10 @@ def render_range(chunks: Sequence[AudioChunk], start: float, end: float, folder:
     if target.exists():
         return target
     folder.mkdir(parents=True, exist_ok=True)
+    # A live meeting gains chunks, and each new set is a new file: keep only the few most recent.
+    made = sorted(folder.glob("*.ogg"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in made[KEEP_RENDERED - 1:]:
+        old.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".part")
     os.close(fd)
     try:

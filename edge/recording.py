@@ -204,6 +204,7 @@ class AudioKeeper:
             self._db.execute("INSERT OR REPLACE INTO audio_chunks VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
                              (self.meeting_id, self._seq, round(self._start, 3), samples / SAMPLE_RATE,
                               final.name, digest, self.clock()))
+        self.prune()  # a capture that runs for days still keeps only the retention's worth
 
     def close(self) -> None:
         """Finish the chunk in progress."""
