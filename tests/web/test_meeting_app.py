@@ -250,9 +250,15 @@ def test_live_captions_arrive_while_segments_are_posted(page: Any, app: App) -> 
         page.wait_for_selector(f"#seg-{wrong}.superseded del:has-text('March 3rd')")
         assert "March 13th" in page.text_content(f"#seg-{wrong} ins")
         assert page.locator("#transcript li.segment").count() == 5
+        # The owner changes: the ledger keeps both todos, the first one superseded.
+        change = {"device_id": "glasses-1", "segments": [{"seq": 5, "start": 15.0, "end": 17.5, "speaker": "Bob",
+                                                          "text": "Actually Priya takes it, Dana is away."}]}
+        assert client.post(f"/v1/meetings/{meeting}/segments", json=change).status_code == 200
         # The meeting ends; its ledger appears without a reload.
         assert client.post(f"/v1/meetings/{meeting}/close").status_code == 200
-    page.wait_for_selector("#ledger ul.todos li:has-text('send the budget to finance')", timeout=60_000)
+    page.wait_for_selector("#ledger ul.todos li.superseded del:has-text('send the budget to finance')",
+                           timeout=60_000)
+    assert page.locator("#ledger ul.todos li:not(.superseded)", has_text="Priya").count() == 1
     page.wait_for_function("document.getElementById('live-badge').hidden")
     assert page.errors == []
 
