@@ -192,7 +192,10 @@
       return;
     }
     probeSearchAll();
-    const dateOf = (m) => m.started_at || (m.closure && m.closure.closed_at) || "";
+    // A live meeting with no recorded start is happening now: it sorts first.
+    const now = new Date().toISOString();
+    const isLive = (m) => !m.closed && m.status !== "closed";
+    const dateOf = (m) => m.started_at || (m.closure && m.closure.closed_at) || (isLive(m) ? now : "");
     meetings.forEach((m, i) => { m._order = i; });
     meetings.sort((a, b) => (dateOf(b) || "").localeCompare(dateOf(a) || "") || b._order - a._order);
     const body = $("meetings").querySelector("tbody");
@@ -208,7 +211,7 @@
         el("th", { scope: "row" }, el("a", { href: `#/m/${encodeURIComponent(m.meeting_id)}` },
           m.title || m.meeting_id)),
         el("td", { "data-label": "Date" }, m.started_at ? day(m.started_at)
-          : (m.closure ? `ended ${day(m.closure.closed_at)}` : "")),
+          : (m.closure ? `ended ${day(m.closure.closed_at)}` : (live ? "in progress" : "—"))),
         el("td", { "data-label": "Length" }, length(m.duration)),
         people,
         el("td", { "data-label": "State" }, el("span", { class: `badge ${live ? "live" : "closed"}` },
@@ -352,12 +355,34 @@
       || String(a.device_id).localeCompare(String(b.device_id)) || a.seq - b.seq);
   }
 
+  // A correction is shown beside the segment it corrects (struck through), not as a row of its own; a
+  // correction of a correction shows the first words and the last.
+  function inline(seg) {
+    return Boolean(seg.supersedes && state.segments.has(seg.supersedes));
+  }
+
+  function rootOf(id) {
+    let seg = state.segments.get(id);
+    while (seg && inline(seg)) seg = state.segments.get(seg.supersedes);
+    return seg ? seg.segment_id : id;
+  }
+
+  function latestOf(id) {
+    let current = id;
+    while (state.supersededBy.has(current)) current = state.supersededBy.get(current);
+    return current === id ? null : state.segments.get(current);
+  }
+
+  // The transcript row that shows a segment (a correction's row is the one of the segment it corrects).
+  function rowFor(id) {
+    return id ? $(`seg-${rootOf(id)}`) : null;
+  }
+
   function segmentItem(seg) {
-    const fixedBy = state.supersededBy.get(seg.segment_id);
-    const correction = fixedBy ? state.segments.get(fixedBy) : null;
+    const correction = latestOf(seg.segment_id);
     const text = correction
       ? [el("del", { title: "superseded by a correction" }, seg.text),
-        el("span", { class: "correction" }, " → ", el("ins", {}, correction.text))]
+        el("span", { class: "correction" }, " → ", el("ins", { title: "the correction" }, correction.text))]
       : [seg.text];
     return el("li", { id: `seg-${seg.segment_id}`, class: correction ? "segment superseded" : "segment",
       tabindex: "-1", dataset: { start: seg.start, end: seg.end } },
@@ -366,12 +391,12 @@
     clock(seg.start)),
     seg.speaker ? el("span", { class: "speaker" }, seg.speaker) : null,
     el("span", { class: "text" }, ...text),
-    seg.supersedes ? el("span", { class: "tag" }, "correction") : null);
+    seg.supersedes && !correction ? el("span", { class: "tag" }, "correction") : null);
   }
 
   function renderTranscript() {
     const list = $("transcript");
-    put(list, ...ordered().map(segmentItem));
+    put(list, ...ordered().filter((seg) => !inline(seg)).map(segmentItem));
     if (!state.segments.size) list.append(el("li", { class: "note" }, "No segments yet."));
   }
 
@@ -384,10 +409,15 @@
     if (known) return;
     const note = list.querySelector(".note");
     if (note) note.remove();
-    if (seg.supersedes) {
-      const old = state.segments.get(seg.supersedes);
-      const oldItem = $(`seg-${seg.supersedes}`);
-      if (old && oldItem) oldItem.replaceWith(segmentItem(old));
+    if (inline(seg)) {
+      const root = rootOf(seg.segment_id);
+      const oldItem = $(`seg-${root}`);
+      if (oldItem) {
+        const fresh = segmentItem(state.segments.get(root));
+        fresh.classList.add("arrived");
+        oldItem.replaceWith(fresh);
+        return;
+      }
     }
     const item = segmentItem(seg);
     item.classList.add("arrived");
@@ -600,7 +630,7 @@
   }
 
   function jumpTo(segmentId, at) {
-    let item = segmentId ? $(`seg-${segmentId}`) : null;
+    let item = rowFor(segmentId);
     if (!item && at !== null && at !== undefined) {
       item = [...$("transcript").children].find((li) => Number(li.dataset.end) >= at) || null;
     }
@@ -736,7 +766,7 @@
     try {
       const hits = await getJson(meetingPath(state.meetingId, `/search?q=${encodeURIComponent(q)}&k=10`));
       put(list, ...(hits.length ? hits.map((h) => {
-        const item = $(`seg-${h.segment_id}`);
+        const item = rowFor(h.segment_id);
         if (item) item.classList.add("hit");
         return el("li", {}, el("button", { type: "button", class: "item", onclick: () => jumpTo(h.segment_id, h.start),
           "aria-label": `Play from ${clock(h.start)}: ${h.text}` },

@@ -249,7 +249,13 @@ def test_live_captions_arrive_while_segments_are_posted(page: Any, app: App) -> 
         assert client.post(f"/v1/meetings/{meeting}/segments", json=fix).status_code == 200
         page.wait_for_selector(f"#seg-{wrong}.superseded del:has-text('March 3rd')")
         assert "March 13th" in page.text_content(f"#seg-{wrong} ins")
-        assert page.locator("#transcript li.segment").count() == 5
+        # The correction stands beside what it corrects, not as a row of its own.
+        assert page.locator("#transcript li.segment").count() == 4
+        # A hit on the correction jumps to the row that shows it.
+        page.fill("#search-input", "ship the beta March 13th")
+        page.press("#search-input", "Enter")
+        page.locator("#search-results button.item", has_text="13th").first.click()
+        page.wait_for_selector(f"#seg-{wrong}.current")
         # The owner changes: the ledger keeps both todos, the first one superseded.
         change = {"device_id": "glasses-1", "segments": [{"seq": 5, "start": 15.0, "end": 17.5, "speaker": "Bob",
                                                           "text": "Actually Priya takes it, Dana is away."}]}
