@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import unicodedata
 from functools import lru_cache
 
@@ -57,7 +58,9 @@ NEGATIONS = frozenset(
 )
 
 
-_STEMMER = None
+# One Snowball stemmer per thread: its object keeps the word being stemmed in its own fields, so two threads
+# stemming at once (the indexer and the digest worker) corrupt each other's state.
+_STEMMERS = threading.local()
 
 
 @lru_cache(maxsize=200_000)
@@ -67,18 +70,18 @@ def stem(word: str) -> str:
     Questions and answers differ most by inflection ("ships" / "shipped" / "shipping"), which stemming
     folds. Cached: a meeting repeats its vocabulary, and Snowball costs tens of microseconds a word.
     """
-    global _STEMMER
     if len(word) <= 3 or not word.isalpha() or word in NEGATIONS:
         return word
-    if _STEMMER is None:
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
         try:
             import snowballstemmer
         except ImportError as exc:
             from .errors import MissingDependency
 
             raise MissingDependency("snowballstemmer") from exc
-        _STEMMER = snowballstemmer.stemmer("english")
-    return _STEMMER.stemWord(word)
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)
 
 
 class MeetingTokenizer:

@@ -150,3 +150,39 @@ def test_the_same_text_always_gives_the_same_terms(tokenize) -> None:
 def test_options_turn_off_stopwords_and_stemming() -> None:
     plain = MeetingTokenizer(stopwords=False, stemming=False)
     assert plain("The ships are shipping") == ["the", "ships", "are", "shipping"]
+
+
+def test_stemming_from_several_threads_at_once_gives_each_word_its_own_stem():
+    # The indexer and the digest worker stem at the same time; a stemmer shared between threads mixes up
+    # the words it is working on (IndexError inside snowballstemmer, or a wrong stem).
+    import random
+    import string
+    import threading
+
+    from meetmem.store.index import tokenize
+
+    rng = random.Random(7)
+    suffixes = ["ing", "ed", "ness", "ations", "ly", "ers"]
+    words = [
+        "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(5, 12))) + rng.choice(suffixes)
+        for _ in range(40_000)
+    ]
+    tokenize.stem.cache_clear()
+    results: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def run(part: int) -> None:
+        try:
+            results[part] = [tokenize.stem(word) for word in words[part::4]]
+        except BaseException as exc:  # noqa: BLE001 - the failure under test is any exception in a thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(part,)) for part in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    tokenize.stem.cache_clear()
+    for part in range(4):
+        assert results[part] == [tokenize.stem(word) for word in words[part::4]]
