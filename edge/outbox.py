@@ -115,6 +115,12 @@ class Outbox:
                     "CREATE TABLE IF NOT EXISTS progress (meeting_id TEXT NOT NULL, source TEXT NOT NULL, "
                     "position REAL NOT NULL, PRIMARY KEY (meeting_id, source))"
                 )
+                # The cloud's signed receipt of each meeting's furthest acknowledged position: proof, held
+                # outside the cloud's database, of what it acknowledged (`meetmem verify --receipt`).
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS receipts (meeting_id TEXT PRIMARY KEY, pos INTEGER NOT NULL, "
+                    "receipt TEXT NOT NULL, received_at TEXT NOT NULL)"
+                )
                 self._conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('device_id', ?)",
                     (device_id or f"edge-{uuid.uuid4().hex[:12]}",),
@@ -227,9 +233,35 @@ class Outbox:
             ).fetchall()
         return [OutboxSegment(*row) for row in rows]
 
-    def ack(self, meeting_id: str, seqs: Sequence[int]) -> None:
-        """The cloud stored these segments: they leave the outbox."""
-        self._remove(meeting_id, seqs)
+    def ack(self, meeting_id: str, seqs: Sequence[int], receipt: dict[str, Any] | None = None) -> None:
+        """The cloud stored these segments: they leave the outbox, and its receipt (if any) is kept in the same
+        transaction, replacing an older one of the meeting (a later position vouches for every earlier one)."""
+        import json
+
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._delete_locked(meeting_id, seqs)
+                pos = receipt.get("pos") if isinstance(receipt, dict) else None
+                if isinstance(pos, int) and not isinstance(pos, bool):
+                    self._conn.execute(
+                        "INSERT INTO receipts (meeting_id, pos, receipt, received_at) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (meeting_id) DO UPDATE SET pos = excluded.pos, receipt = excluded.receipt, "
+                        "received_at = excluded.received_at WHERE excluded.pos >= receipts.pos",
+                        (meeting_id, pos, json.dumps(receipt, ensure_ascii=False), _now()),
+                    )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def receipts(self) -> list[dict[str, Any]]:
+        """The cloud's latest receipt of every meeting this device sent to, oldest meeting first."""
+        import json
+
+        with self._lock:
+            rows = self._conn.execute("SELECT receipt FROM receipts ORDER BY received_at, meeting_id").fetchall()
+        return [json.loads(row[0]) for row in rows]
 
     def reject(self, segments: Sequence[OutboxSegment], reason: str) -> None:
         """The cloud refused these segments for good: move them aside (kept, with the reason)."""
@@ -250,16 +282,6 @@ class Outbox:
                 raise
         log.error("the cloud refused %d segments for good (%s); they are kept in the outbox's rejected table",
                   len(segments), reason)
-
-    def _remove(self, meeting_id: str, seqs: Sequence[int]) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._delete_locked(meeting_id, seqs)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
 
     def _delete_locked(self, meeting_id: str, seqs: Sequence[int]) -> None:
         if not seqs:

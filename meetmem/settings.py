@@ -89,3 +89,34 @@ class Settings(BaseSettings):
         "`edge` extra)",
     )
     sse_keepalive: float = Field(default=15.0, gt=0, description="seconds between keep-alive comments on a stream")
+    body_timeout: float = Field(
+        default=10.0, gt=0, description="seconds the server waits for each next piece of a request body before "
+        "answering 408 (a client that promises a body and trickles it holds a connection otherwise)",
+    )
+    per_client_requests: int = Field(
+        default=100, ge=1, description="requests one client address may have in progress at once (open event "
+        "streams count); more get 429",
+    )
+    rate_limit: float = Field(
+        default=50.0, ge=0, description="requests per second one token may make on average (0: no limit); more "
+        "get 429 with Retry-After",
+    )
+    rate_burst: int = Field(default=200, ge=1, description="requests one token may make at once before "
+                            "`rate_limit` applies")
+    max_connections: int = Field(
+        default=1000, ge=1, description="connections `meetmem serve` holds at once (uvicorn's limit_concurrency); "
+        "more get 503",
+    )
+    token_recheck: float = Field(
+        default=5.0, gt=0, description="seconds between checks of an open event stream's token while it is idle "
+        "(it is also checked before every event): a revoked or expired token's stream ends within this",
+    )
+    receipt_key: Path | None = Field(
+        default=None,
+        description="the file of the key that signs every acknowledgement's receipt (made on first use; default: "
+        "beside the database, `<db>.receipt-key`). Keep it out of reach of whoever can write the database",
+    )
+
+    def receipt_key_path(self) -> Path:
+        """Where the receipt key lives: `receipt_key`, else beside the database."""
+        return self.receipt_key or self.db.with_name(self.db.name + ".receipt-key")
