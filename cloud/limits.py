@@ -5,8 +5,8 @@ An ASGI middleware rather than a rate-limit library: slowapi (over `limits`) rat
 keys on the address, but the two problems found here are a body that trickles in (a timeout on each read of
 the body, which no rate limiter has) and one token flooding the service from many addresses. A token
 bucket per token and a counter per address are a few lines each, with no new dependency. Uvicorn's own
-settings cover the rest (`limit_concurrency` for the whole process, `timeout_keep_alive` for idle
-connections; `meetmem serve` sets both).
+settings cover the whole process (`limit_concurrency`, `timeout_keep_alive` for idle connections), and
+`header_timeout_protocol` adds the deadline on headers it lacks; `meetmem serve` sets all three.
 """
 
 from __future__ import annotations
@@ -129,3 +129,52 @@ class ClientLimits:
 def _refuse(status: int, detail: str, retry_after: int) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status,
                         headers={"Retry-After": str(max(1, retry_after)), "Connection": "close"})
+
+
+def header_timeout_protocol(seconds: float) -> type[asyncio.Protocol] | None:
+    """uvicorn's HTTP/1.1 protocol (httptools) with a deadline on each request's headers.
+
+    Uvicorn times out only an idle kept-alive connection: one that sends a request line and then trickles
+    its headers (slowloris) is held forever, and the ASGI app never sees it. This closes the connection when
+    a request's headers are not complete within `seconds` of its first byte (or of the connection opening).
+    None when httptools is not installed (then uvicorn's default protocol runs without it).
+    """
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return None
+
+    class HeaderTimeoutProtocol(HttpToolsProtocol):
+        _header_deadline: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            if self._header_deadline is None:
+                self._header_deadline = self.loop.call_later(seconds, self._headers_too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_deadline is not None:
+                self._header_deadline.cancel()
+                self._header_deadline = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol

@@ -89,6 +89,10 @@ class Settings(BaseSettings):
         "`edge` extra)",
     )
     sse_keepalive: float = Field(default=15.0, gt=0, description="seconds between keep-alive comments on a stream")
+    header_timeout: float = Field(
+        default=10.0, gt=0, description="seconds `meetmem serve` gives a request's headers to arrive before it "
+        "closes the connection (a client trickling its headers holds a connection otherwise)",
+    )
     body_timeout: float = Field(
         default=10.0, gt=0, description="seconds the server waits for each next piece of a request body before "
         "answering 408 (a client that promises a body and trickles it holds a connection otherwise)",

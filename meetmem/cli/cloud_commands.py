@@ -20,12 +20,15 @@ def cmd_serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise MissingDependency(exc.name or "fastapi") from exc
     settings = ctx.settings.model_copy(update={k: v for k, v in {"host": args.host, "port": args.port}.items()
                                                 if v is not None})
+    from meetmem.cloud.limits import header_timeout_protocol
+
     app = create_app(settings)
+    protocol = header_timeout_protocol(settings.header_timeout)
     # limit_concurrency: past it uvicorn answers 503 rather than take connections until the process runs out
     # of file handles; timeout_keep_alive: an idle kept-alive connection is closed after 5 s.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="info" if args.verbose else "warning",
                 access_log=args.verbose, timeout_graceful_shutdown=5, limit_concurrency=settings.max_connections,
-                timeout_keep_alive=5)
+                timeout_keep_alive=5, http=protocol or "auto")
     return 0
 
 

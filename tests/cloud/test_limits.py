@@ -95,3 +95,17 @@ def test_token_buckets_refill_at_the_rate() -> None:
     now[0] = 0.5
     assert buckets.take("a") == 0.0 and buckets.take("a") > 0
     assert TokenBuckets(rate=0, burst=1).take("a") == 0.0
+
+
+def test_headers_that_trickle_in_lose_the_connection(cloud: Callable[..., Any]) -> None:
+    """Slowloris: a request line and a header, then nothing. The server closes the connection."""
+    serve = cloud(MEETMEM_HEADER_TIMEOUT="1")
+    host, port = serve.url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=20)
+    t0 = time.monotonic()
+    with sock:
+        sock.sendall(b"GET /v1/meetings HTTP/1.1\r\nHost: x\r\n")
+        assert _read_response(sock) == b""  # closed without an answer: nothing was asked yet
+    assert time.monotonic() - t0 < 15
+    # A request that completes its headers in time is served as before.
+    assert httpx.get(f"{serve.url}/healthz", timeout=10).status_code == 200
