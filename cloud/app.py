@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads,
                                      instances=settings.model_instances,
                                      on_load=lambda name: log.info("loading the %s embedding model", name))
-        transcript_log = TranscriptLog(settings.db)
+        transcript_log = TranscriptLog(settings.db, max_bytes=settings.max_db_bytes)
         search = TranscriptSearch(transcript_log, routes)
         summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
                                                llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,

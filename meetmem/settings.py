@@ -74,6 +74,10 @@ class Settings(BaseSettings):
         default=4 * 1_048_576, ge=1024,
         description="the largest request body accepted (a spoken question of a minute is about 2 MB as WAV)",
     )
+    max_db_bytes: int | None = Field(
+        default=None, ge=65536, description="a cap on the database file's size for `meetmem serve` (none by "
+        "default): a batch that would pass it is refused whole with 503, as on a full disk",
+    )
     max_batch: int = Field(default=1000, ge=1, description="the most segments one POST may carry")
     close_after_silence: float = Field(
         default=1800.0, ge=0, description="seconds without a new segment before a live meeting closes (0: never)"

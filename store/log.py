@@ -62,9 +62,11 @@ class TranscriptLog:
 
     Args:
         path: the database file; created with its schema when missing.
+        max_bytes: a cap on the file's size (SQLite's `max_page_count`); a batch that would pass it is
+            refused whole with a StoreError, as on a full disk. None: no cap.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, max_bytes: int | None = None) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +88,9 @@ class TranscriptLog:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
+            if max_bytes is not None:
+                page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+                conn.execute(f"PRAGMA max_page_count = {max(1, int(max_bytes) // page_size)}")
             self._create_schema()
         except sqlite3.DatabaseError as exc:
             conn.close()

@@ -17,6 +17,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         ami_ledger,
         bench_context,
         bench_edge,
+        bench_faults,
         bench_serve,
         bench_store,
         bench_summaries,
@@ -32,3 +33,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_summaries.add_parser(bench_sub, common)
     bench_context.add_parser(bench_sub, common)
     locomo.add_parser(bench_sub, common)
+    bench_faults.add_parser(bench_sub, common)
