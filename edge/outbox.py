@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import OutboxError, OutboxFull
+from .errors import OutboxCorrupt, OutboxError, OutboxFull
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,40 @@ class Outbox:
             # last transactions on power loss).
             self._conn.execute("PRAGMA synchronous=FULL")
             self._create_schema(device_id)
+            check = self._conn.execute("PRAGMA quick_check").fetchone()
+            if check is None or check[0] != "ok":
+                raise sqlite3.DatabaseError(f"integrity check: {check[0] if check else 'no answer'}")
+        except sqlite3.OperationalError as exc:  # locked, read-only, no room: the file itself is fine
+            raise OutboxError(f"cannot open the outbox {self.path}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:  # not a database, or a malformed one: damaged
+            self._set_aside(exc)
         except (OSError, sqlite3.Error) as exc:
             raise OutboxError(f"cannot open the outbox {self.path}: {exc}") from exc
         self.device_id: str = self._meta("device_id") or ""
         self._bytes = self._conn.execute("SELECT COALESCE(SUM(bytes), 0) FROM outbox").fetchone()[0]
+
+    def _set_aside(self, problem: Exception) -> None:
+        """A damaged outbox still holds segments not yet sent: move it aside whole (with its WAL), never delete
+        it, and say where it went; the next start begins a new outbox."""
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                part = Path(f"{self.path}{suffix}")
+                if part.exists():
+                    part.rename(Path(f"{aside}{suffix}"))
+        except OSError as exc:
+            raise OutboxCorrupt(
+                f"the outbox {self.path} is damaged ({problem}) and could not be moved aside ({exc}); nothing was "
+                "deleted: move it away by hand to start a new outbox") from exc
+        raise OutboxCorrupt(
+            f"the outbox {self.path} is damaged ({problem}); it was moved aside to {aside} with everything it held "
+            f"(nothing was deleted; `sqlite3 {aside} .recover` reads what is left of it). Start again to begin a "
+            "new outbox (with --device-id, give a new one: the old device's seqs may not be reused)"
+        ) from problem
 
     def _create_schema(self, device_id: str | None) -> None:
         with self._lock:

@@ -12,9 +12,10 @@ how many batches were stored in part, and whether every meeting's hash chain (wi
   or nothing, then ingested whole.
 - `disk_full`: `meetmem serve` on a database capped in size (`MEETMEM_MAX_DB_BYTES`) takes batches until it
   is full: the batch that does not fit is refused whole (503), nothing acknowledged is lost.
+- `corrupted_outbox`: `meetmem edge run` on an outbox damaged while it held unsent segments: a one-line
+  error naming it, and the file moved aside byte for byte, not discarded.
 
-Not covered yet: the edge process itself (audio through Whisper) killed and restarted, and a corrupted
-outbox file.
+Not covered yet: the edge process itself (audio through Whisper) SIGKILLed and restarted mid-meeting.
 """
 
 from __future__ import annotations
@@ -289,6 +290,40 @@ def disk_full(workdir: Path, *, batch: int, cap_mb: float, quiet: bool) -> dict[
             "wall_s": round(time.monotonic() - t0, 1), **result}
 
 
+def corrupted_outbox(workdir: Path, *, cli: list[str], quiet: bool) -> dict[str, Any]:
+    """`meetmem edge run` on an outbox whose file was damaged while it held unsent segments."""
+    import wave
+
+    from meetmem.edge.outbox import Outbox
+
+    path = workdir / "edge-outbox.db"
+    unsent = 25
+    with Outbox(path, device_id="edge-corrupt") as outbox:
+        for i in range(unsent):
+            outbox.put("corrupt", {k: v for k, v in _segment(0, i).items() if k != "seq"})
+    damaged = bytearray(path.read_bytes())
+    damaged[:100] = b"\x00" * 100  # the header: SQLite no longer recognises the file
+    path.write_bytes(bytes(damaged))
+    audio = workdir / "silence.wav"
+    with wave.open(str(audio), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16000)
+        out.writeframes(b"\x00\x00" * 16000)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run([*cli, "edge", "run", "--input", str(audio), "--meeting", "corrupt", "--cloud",
+                          "http://127.0.0.1:9", "--token", "unused", "--outbox", str(path), "--model", "tiny.en",
+                          "--no-cloud-glossary", "--quiet"], env=env, capture_output=True, text=True, timeout=300)
+    asides = [p for p in workdir.iterdir() if p.name.startswith(path.name + ".corrupt-") and
+              not p.name.endswith(("-wal", "-shm"))]
+    kept = bool(asides) and asides[0].read_bytes() == bytes(damaged)
+    _note(quiet, f"corrupted outbox: exit {run.returncode}, kept aside: {kept}")
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    return {"step": "corrupted_outbox", "unsent_segments": unsent, "exit_status": run.returncode,
+            "error": lines[-1][:400] if lines else "", "error_lines": len(lines), "kept_aside": kept,
+            "discarded": 0 if kept else unsent}
+
+
 def _cli() -> list[str]:
     exe = Path(sys.executable).with_name("meetmem")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
@@ -309,6 +344,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         ("CLI killed mid-ingest", lambda d: cli_killed_mid_ingest(
             d, kills=kills, lines=3000 if short else 20000, rng=rng, cli=_cli(), quiet=quiet)),
         ("disk full", lambda d: disk_full(d, batch=50, cap_mb=0.5 if short else 4.0, quiet=quiet)),
+        ("corrupted outbox", lambda d: corrupted_outbox(d, cli=_cli(), quiet=quiet)),
     ]
     with tempfile.TemporaryDirectory(prefix="meetmem-faults-") as tmp:
         for name, step in plan:
@@ -318,14 +354,15 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
               ("acknowledged", "stored", "acknowledged_lost", "duplicated", "partial_batches", "chains_broken")}
     totals["half_written_ingests"] = sum(int(s.get("half_written", 0)) for s in steps)
     totals["server_error_500"] = sum(int(s.get("server_error_500", 0)) for s in steps)
+    totals["discarded_from_outbox"] = sum(int(s.get("discarded", 0)) for s in steps)
     report = {"benchmark": "faults", "short": short, "seed": args.seed, "steps": steps, "totals": totals,
               "wall_s": round(time.perf_counter() - started, 1),
               "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
-              "not_covered": ["the edge process (audio through Whisper) SIGKILLed and restarted",
-                              "a corrupted outbox file on the edge"]}
+              "not_covered": ["the edge process (audio through Whisper) SIGKILLed and restarted"]}
     sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
     bad = (totals["acknowledged_lost"] or totals["duplicated"] or totals["partial_batches"]
-           or totals["chains_broken"] or totals["half_written_ingests"] or totals["server_error_500"])
+           or totals["chains_broken"] or totals["half_written_ingests"] or totals["server_error_500"]
+           or totals["discarded_from_outbox"])
     return 1 if bad else 0
 
 
