@@ -110,13 +110,17 @@ def server_killed_mid_batch(workdir: Path, *, kills: int, devices: int, batches:
     acknowledged: dict[tuple[str, str], set[int]] = {}
     groups: dict[tuple[str, str], list[list[int]]] = {}
     lock = threading.Lock()
-    done = threading.Event()
+    done = threading.Event()  # every kill made: devices stop after their planned batches
     errors: list[str] = []
 
     def device(number: int) -> None:
         key = ("killed-mid-batch", f"device-{number}")
         with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
-            for b in range(batches):
+            b = -1
+            while True:  # at least `batches`, and on until every kill was made: each kill lands mid-load
+                b += 1
+                if b >= batches and done.is_set():
+                    break
                 seqs = list(range(b * batch, (b + 1) * batch))
                 with lock:
                     groups.setdefault(key, []).append(seqs)
@@ -144,7 +148,7 @@ def server_killed_mid_batch(workdir: Path, *, kills: int, devices: int, batches:
     for thread in threads:
         thread.start()
     killed = 0
-    while killed < kills and any(t.is_alive() for t in threads):
+    while killed < kills:
         time.sleep(rng.uniform(0.2, 1.0))  # a random point of the load
         assert server.process is not None
         server.process.send_signal(signal.SIGKILL)
@@ -153,9 +157,9 @@ def server_killed_mid_batch(workdir: Path, *, kills: int, devices: int, batches:
         _note(quiet, f"server killed mid-batch ({killed}/{kills})")
         server.start()
         _wait_up(server)
+    done.set()
     for thread in threads:
         thread.join(timeout=600)
-    done.set()
     server.stop()
     result = _tally(db, "faults", acknowledged, groups)
     return {"step": "server_killed_mid_batch", "kills": killed, "devices": devices, "batch": batch,
@@ -218,12 +222,19 @@ def cli_killed_mid_ingest(workdir: Path, *, kills: int, lines: int, rng: random.
     t0 = time.monotonic()
     from meetmem.store.log import TranscriptLog
 
+    # One whole ingest first, timed, so the kills land all through one (reading, the append, indexing).
+    timing = time.monotonic()
+    whole = subprocess.run([*cli, "ingest", "ingest-timing", str(path), "--db", str(db), "--quiet", "--json"],
+                           env=env, capture_output=True, text=True, timeout=600, check=True)
+    whole_s = time.monotonic() - timing
+    acknowledged: dict[tuple[str, str], set[int]] = {
+        ("ingest-timing", json.loads(whole.stdout)["device_id"]): set(range(1, lines + 1))}
     for k in range(kills):
         meeting = f"ingest-{k}"
         proc = subprocess.Popen([*cli, "ingest", meeting, str(path), "--db", str(db), "--quiet"], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            proc.wait(timeout=rng.uniform(0.3, 3.0))
+            proc.wait(timeout=rng.uniform(0.2, 1.0) * whole_s)
             outcomes["finished_before_kill"] += 1
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
@@ -237,7 +248,6 @@ def cli_killed_mid_ingest(workdir: Path, *, kills: int, lines: int, rng: random.
             else:
                 outcomes["half_written"] += 1
         _note(quiet, f"ingest killed ({k + 1}/{kills})")
-    acknowledged: dict[tuple[str, str], set[int]] = {}
     for k in range(kills):  # each file ingested to the end afterwards: its exit status is the acknowledgement
         finished = subprocess.run([*cli, "ingest", f"ingest-{k}", str(path), "--db", str(db), "--quiet", "--json"],
                                   env=env, capture_output=True, text=True, timeout=600)
@@ -245,7 +255,7 @@ def cli_killed_mid_ingest(workdir: Path, *, kills: int, lines: int, rng: random.
             device = json.loads(finished.stdout)["device_id"]
             acknowledged[(f"ingest-{k}", device)] = set(range(1, lines + 1))
     result = _tally(db, "local", acknowledged)
-    return {"step": "cli_killed_mid_ingest", "kills": kills, "lines": lines,
+    return {"step": "cli_killed_mid_ingest", "kills": kills, "lines": lines, "whole_ingest_s": round(whole_s, 1),
             "wall_s": round(time.monotonic() - t0, 1), **outcomes, **result}
 
 
