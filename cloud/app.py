@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -63,6 +62,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from meetmem.store.index.search import TranscriptSearch, embedder_routes
         from meetmem.store.log import TranscriptLog
+        from meetmem.store.receipts import ReceiptKey
         from meetmem.summarizers.backends import make_digest_parts
         from meetmem.summarizers.digest import MeetingDigester
 
@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads,
                                      instances=settings.model_instances,
                                      on_load=lambda name: log.info("loading the %s embedding model", name))
-        transcript_log = TranscriptLog(settings.db)
+        transcript_log = TranscriptLog(settings.db, max_bytes=settings.max_db_bytes)
         search = TranscriptSearch(transcript_log, routes)
         summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
                                                llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
@@ -95,6 +95,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         )
         app.state.settings = settings
         app.state.tokens = TokenStore(transcript_log)
+        app.state.receipts = ReceiptKey.load(settings.receipt_key_path(), create=True)
         app.state.service = service
         service.start()
         try:
@@ -106,6 +107,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                 close_answerer()
             transcript_log.close()
 
+    from .routers.deps import errors
+
     app = FastAPI(
         title="meetmem",
         version="0.1.0",
@@ -114,9 +117,17 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         # /docs and /redoc are served by the web router from packaged assets: FastAPI's own load from a CDN.
         docs_url=None,
         redoc_url=None,
+        # Every request passes the client limits (cloud/limits.py), whatever its route.
+        responses=errors(408, 429),
     )
     _add_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    from .limits import ClientLimits, LimitOptions
+
+    # Added last, so it runs first: a client over its share is refused before anything reads its body.
+    app.add_middleware(ClientLimits, options=LimitOptions(
+        body_timeout=settings.body_timeout, per_client=settings.per_client_requests, rate=settings.rate_limit,
+        burst=settings.rate_burst))
 
     from .routers import ask, audio, digests, events, export, health, meetings, web
 
@@ -160,6 +171,9 @@ class BodyLimit:
             return message
 
         await self.app(scope, limited, send)
+
+
+_METHODS = ("DELETE", "GET", "PATCH", "POST", "PUT")
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
@@ -209,12 +223,16 @@ def _add_error_handlers(app: FastAPI) -> None:
         detail = exc.detail
         headers = dict(exc.headers or {})
         if exc.status_code == 400 and detail == "There was an error parsing the body":
+            if isinstance(exc.__cause__, RecursionError):
+                return _error(422, "the JSON body is nested too deeply: a batch is an object holding a list of "
+                              "flat segment objects")
             detail = "the request body could not be read: send UTF-8 encoded JSON"
         elif exc.status_code == 405:
-            # Starlette names only the methods of the first route whose path matched; list them all.
-            allowed = sorted({m for route in request.app.routes
-                              if isinstance(route, APIRoute) and route.matches(request.scope)[0] != Match.NONE
-                              for m in route.methods})
+            # Starlette names only the methods of the first route whose path matched; list them all. Asked of
+            # the router method by method, since included routers nest their routes out of sight.
+            allowed = sorted(method for method in _METHODS
+                             if any(route.matches({**request.scope, "method": method})[0] == Match.FULL
+                                    for route in request.app.router.routes))
             headers["Allow"] = ", ".join(allowed)
             detail = f"{request.method} is not allowed here; use {' or '.join(allowed)}"
         return _error(exc.status_code, str(detail), headers or None)

@@ -1,9 +1,10 @@
-"""Bearer tokens: each names one tenant; stored only as a hash; revoked at once.
+"""Bearer tokens: each names one tenant; stored only as a hash; revoked at once; may expire.
 
 A token is `mm_<id>_<secret>`: the id lets a person list and revoke tokens without ever seeing the secret
 again, the secret is 32 random bytes. The database keeps sha256 of the whole token (a random 256-bit secret
 needs no slow password hash), so a copy of the database does not hand out working tokens. Every request
-looks its token up afresh, so a revocation takes effect on the next request.
+looks its token up afresh, so a revocation or an expiry takes effect on the next request (and open event
+streams look again every few seconds).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from meetmem.store.errors import StoreError
@@ -36,10 +37,16 @@ class TokenInfo:
     created_at: str
     revoked_at: str | None
     label: str | None
+    expires_at: str | None = None
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and datetime.fromisoformat(self.expires_at) <= datetime.now(UTC)
 
     def public(self) -> dict[str, Any]:
         return {"token_id": self.token_id, "tenant": self.tenant, "created_at": self.created_at,
-                "revoked_at": self.revoked_at, "label": self.label}
+                "revoked_at": self.revoked_at, "label": self.label, "expires_at": self.expires_at,
+                "active": self.revoked_at is None and not self.expired}
 
 
 def _digest(token: str) -> str:
@@ -48,6 +55,34 @@ def _digest(token: str) -> str:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_expiry(text: str, *, now: datetime | None = None) -> datetime:
+    """When a token made now with `--expires TEXT` stops working: a duration (`90s`, `30m`, `12h`, `30d`, `2w`)
+    or an ISO 8601 date-time with an offset (`2027-03-01T00:00:00+00:00`).
+
+    Raises:
+        TokenError: the text is neither, or names a time already past.
+    """
+    now = now or datetime.now(UTC)
+    match = _DURATION_RE.match(text or "")
+    if match:
+        when = now + timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    else:
+        try:
+            when = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise TokenError(f"--expires {text!r}: give a duration such as 90s, 30m, 12h, 30d or 2w, or an ISO "
+                             "date-time with an offset such as 2027-03-01T00:00:00+00:00") from None
+        if when.tzinfo is None:
+            raise TokenError(f"--expires {text!r}: add the offset (for example +00:00), so the time is not a guess")
+    if when <= now:
+        raise TokenError(f"--expires {text!r} is already past")
+    return when.astimezone(UTC)
 
 
 def check_tenant_name(tenant: str) -> str:
@@ -69,27 +104,40 @@ class TokenStore:
             log.db.execute(
                 "CREATE TABLE IF NOT EXISTS api_tokens ("
                 "token_id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, "
-                "created_at TEXT NOT NULL, revoked_at TEXT, label TEXT)"
+                "created_at TEXT NOT NULL, revoked_at TEXT, label TEXT, expires_at TEXT)"
             )
+            columns = {row[1] for row in log.db.execute("PRAGMA table_info(api_tokens)").fetchall()}
+            if "expires_at" not in columns:  # a database from before tokens could expire
+                log.db.execute("ALTER TABLE api_tokens ADD COLUMN expires_at TEXT")
 
-    def create(self, tenant: str, *, label: str | None = None) -> str:
-        """Make a token for `tenant` and return it; only its hash is stored, so it cannot be shown again."""
+    def create(self, tenant: str, *, label: str | None = None, expires_at: datetime | None = None) -> str:
+        """Make a token for `tenant` and return it; only its hash is stored, so it cannot be shown again.
+
+        Args:
+            expires_at: when the token stops working (None: until revoked).
+        """
         check_tenant_name(tenant)
         token_id = secrets.token_hex(6)
         token = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
+        expires = None if expires_at is None else expires_at.astimezone(UTC).isoformat(timespec="seconds")
         with self.log.transaction():
             self.log.db.execute(
-                "INSERT INTO api_tokens (token_id, token_hash, tenant, created_at, label) VALUES (?, ?, ?, ?, ?)",
-                [token_id, _digest(token), tenant, _now(), label],
+                "INSERT INTO api_tokens (token_id, token_hash, tenant, created_at, label, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [token_id, _digest(token), tenant, _now(), label, expires],
             )
         return token
 
     def tenant_for(self, token: str) -> str | None:
-        """The tenant a token belongs to, or None when it is unknown, malformed or revoked."""
+        """The tenant a token belongs to, or None when it is unknown, malformed, revoked or expired."""
         if not _TOKEN_RE.match(token):
             return None
-        rows = self.log.read("SELECT tenant, revoked_at FROM api_tokens WHERE token_hash = ?", (_digest(token),))
+        rows = self.log.read("SELECT tenant, revoked_at, expires_at FROM api_tokens WHERE token_hash = ?",
+                             (_digest(token),))
         if not rows or rows[0][1] is not None:
+            return None
+        expires_at = rows[0][2]
+        if expires_at is not None and datetime.fromisoformat(expires_at) <= datetime.now(UTC):
             return None
         return rows[0][0]
 
@@ -109,7 +157,7 @@ class TokenStore:
         return next(t for t in self.list() if t.token_id == token_id)
 
     def list(self, *, tenant: str | None = None) -> list[TokenInfo]:
-        sql = "SELECT token_id, tenant, created_at, revoked_at, label FROM api_tokens"
+        sql = "SELECT token_id, tenant, created_at, revoked_at, label, expires_at FROM api_tokens"
         args: tuple[Any, ...] = ()
         if tenant is not None:
             sql += " WHERE tenant = ?"

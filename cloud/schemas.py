@@ -68,7 +68,18 @@ class SegmentIn(_Strict):
 
 class IngestRequest(_Strict):
     device_id: NonBlank = Field(max_length=200, description="the posting device; `(device_id, seq)` is unique")
-    segments: list[SegmentIn] = Field(description="all stored or none")
+    segments: list[SegmentIn] = Field(min_length=1, description="all stored or none; at least one (an empty "
+                                      "batch would store nothing and make no meeting)")
+
+
+class ReceiptOut(BaseModel):
+    version: int
+    tenant: str
+    meeting_id: str
+    pos: int = Field(description="the meeting's last chain position once the batch was stored (-1: none)")
+    head: str = Field(description="the hash of the chain at that position")
+    key_id: str = Field(description="which server key signed it")
+    sig: str = Field(description="HMAC-SHA256 of the fields above with the server's receipt key")
 
 
 class IngestResponse(BaseModel):
@@ -77,6 +88,9 @@ class IngestResponse(BaseModel):
     new: int = Field(description="how many segments of the batch were stored now")
     duplicates: int = Field(description="how many were already stored (replays add nothing)")
     segment_ids: list[str] = Field(description="the id of every segment of the batch, in seq order")
+    receipt: ReceiptOut = Field(description="the server's signed statement of where the meeting's log stood "
+                                "once the batch was stored; keep it to check the log later (`meetmem verify "
+                                "--receipt`)")
 
 
 class SegmentOut(BaseModel):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from meetmem.store.errors import StoreError
+from meetmem.store.errors import MeetingNotFound, StoreError
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, segment_id_for
 
@@ -109,6 +109,7 @@ class MeetingService:
         self.failure: str | None = None
         self._activity: dict[tuple[str, str], float] = {}
         self._activity_lock = threading.Lock()
+        self._reap_failed: set[tuple[str, str]] = set()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -181,6 +182,8 @@ class MeetingService:
         result = self.log.append(meeting_id, device_id, segments, tenant=tenant)
         ids = [segment_id_for(tenant, meeting_id, device_id, seq) for seq in sorted({s.seq for s in segments})]
         key = (tenant, meeting_id)
+        if not segments:
+            return result, ids  # nothing stored, no meeting made: nothing for the reaper to close either
         with self._activity_lock:
             self._activity[key] = self.clock()
         if result.added:
@@ -291,12 +294,24 @@ class MeetingService:
         with self._activity_lock:
             silent = [key for key, last in self._activity.items() if now - last >= limit]
         closed = []
-        for tenant, meeting_id in silent:
+        for key in silent:
+            tenant, meeting_id = key
             try:
                 self.close(tenant, meeting_id, reason="silence")
-                closed.append((tenant, meeting_id))
-            except StoreError:
-                log.exception("closing silent meeting %r of tenant %r failed", meeting_id, tenant)
+                closed.append(key)
+                self._reap_failed.discard(key)
+            except MeetingNotFound:
+                # Nothing to close (no segment was ever stored): forget it, and say so once.
+                with self._activity_lock:
+                    self._activity.pop(key, None)
+                log.warning("not closing meeting %r of tenant %r: it holds no segments", meeting_id, tenant)
+            except StoreError as exc:
+                # Kept, to try again next round (a locked or full database may recover), but logged once:
+                # a reaper that logs every pass buries every other message.
+                if key not in self._reap_failed:
+                    self._reap_failed.add(key)
+                    log.warning("closing silent meeting %r of tenant %r failed (retrying quietly): %s",
+                                meeting_id, tenant, exc)
         return closed
 
     def _seed_activity(self) -> None:

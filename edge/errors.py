@@ -51,6 +51,11 @@ class OutboxError(EdgeError):
     """The local outbox cannot be opened or written (a damaged file, a full disk)."""
 
 
+class OutboxCorrupt(OutboxError):
+    """The outbox file is damaged. It was moved aside whole (its unsent segments kept for recovery); the next
+    start begins a new outbox."""
+
+
 class OutboxFull(OutboxError):
     """The outbox reached its size bound: nothing more is accepted until the cloud takes what it holds.
 

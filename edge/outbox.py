@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import OutboxError, OutboxFull
+from .errors import OutboxCorrupt, OutboxError, OutboxFull
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,40 @@ class Outbox:
             # last transactions on power loss).
             self._conn.execute("PRAGMA synchronous=FULL")
             self._create_schema(device_id)
+            check = self._conn.execute("PRAGMA quick_check").fetchone()
+            if check is None or check[0] != "ok":
+                raise sqlite3.DatabaseError(f"integrity check: {check[0] if check else 'no answer'}")
+        except sqlite3.OperationalError as exc:  # locked, read-only, no room: the file itself is fine
+            raise OutboxError(f"cannot open the outbox {self.path}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:  # not a database, or a malformed one: damaged
+            self._set_aside(exc)
         except (OSError, sqlite3.Error) as exc:
             raise OutboxError(f"cannot open the outbox {self.path}: {exc}") from exc
         self.device_id: str = self._meta("device_id") or ""
         self._bytes = self._conn.execute("SELECT COALESCE(SUM(bytes), 0) FROM outbox").fetchone()[0]
+
+    def _set_aside(self, problem: Exception) -> None:
+        """A damaged outbox still holds segments not yet sent: move it aside whole (with its WAL), never delete
+        it, and say where it went; the next start begins a new outbox."""
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                part = Path(f"{self.path}{suffix}")
+                if part.exists():
+                    part.rename(Path(f"{aside}{suffix}"))
+        except OSError as exc:
+            raise OutboxCorrupt(
+                f"the outbox {self.path} is damaged ({problem}) and could not be moved aside ({exc}); nothing was "
+                "deleted: move it away by hand to start a new outbox") from exc
+        raise OutboxCorrupt(
+            f"the outbox {self.path} is damaged ({problem}); it was moved aside to {aside} with everything it held "
+            f"(nothing was deleted; `sqlite3 {aside} .recover` reads what is left of it). Start again to begin a "
+            "new outbox (with --device-id, give a new one: the old device's seqs may not be reused)"
+        ) from problem
 
     def _create_schema(self, device_id: str | None) -> None:
         with self._lock:
@@ -114,6 +144,12 @@ class Outbox:
                 self._conn.execute(
                     "CREATE TABLE IF NOT EXISTS progress (meeting_id TEXT NOT NULL, source TEXT NOT NULL, "
                     "position REAL NOT NULL, PRIMARY KEY (meeting_id, source))"
+                )
+                # The cloud's signed receipt of each meeting's furthest acknowledged position: proof, held
+                # outside the cloud's database, of what it acknowledged (`meetmem verify --receipt`).
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS receipts (meeting_id TEXT PRIMARY KEY, pos INTEGER NOT NULL, "
+                    "receipt TEXT NOT NULL, received_at TEXT NOT NULL)"
                 )
                 self._conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('device_id', ?)",
@@ -227,9 +263,35 @@ class Outbox:
             ).fetchall()
         return [OutboxSegment(*row) for row in rows]
 
-    def ack(self, meeting_id: str, seqs: Sequence[int]) -> None:
-        """The cloud stored these segments: they leave the outbox."""
-        self._remove(meeting_id, seqs)
+    def ack(self, meeting_id: str, seqs: Sequence[int], receipt: dict[str, Any] | None = None) -> None:
+        """The cloud stored these segments: they leave the outbox, and its receipt (if any) is kept in the same
+        transaction, replacing an older one of the meeting (a later position vouches for every earlier one)."""
+        import json
+
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._delete_locked(meeting_id, seqs)
+                pos = receipt.get("pos") if isinstance(receipt, dict) else None
+                if isinstance(pos, int) and not isinstance(pos, bool):
+                    self._conn.execute(
+                        "INSERT INTO receipts (meeting_id, pos, receipt, received_at) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (meeting_id) DO UPDATE SET pos = excluded.pos, receipt = excluded.receipt, "
+                        "received_at = excluded.received_at WHERE excluded.pos >= receipts.pos",
+                        (meeting_id, pos, json.dumps(receipt, ensure_ascii=False), _now()),
+                    )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def receipts(self) -> list[dict[str, Any]]:
+        """The cloud's latest receipt of every meeting this device sent to, oldest meeting first."""
+        import json
+
+        with self._lock:
+            rows = self._conn.execute("SELECT receipt FROM receipts ORDER BY received_at, meeting_id").fetchall()
+        return [json.loads(row[0]) for row in rows]
 
     def reject(self, segments: Sequence[OutboxSegment], reason: str) -> None:
         """The cloud refused these segments for good: move them aside (kept, with the reason)."""
@@ -250,16 +312,6 @@ class Outbox:
                 raise
         log.error("the cloud refused %d segments for good (%s); they are kept in the outbox's rejected table",
                   len(segments), reason)
-
-    def _remove(self, meeting_id: str, seqs: Sequence[int]) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._delete_locked(meeting_id, seqs)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
 
     def _delete_locked(self, meeting_id: str, seqs: Sequence[int]) -> None:
         if not seqs:

@@ -183,13 +183,14 @@ class Uploader:
             return 0
         meeting_id = batch[0].meeting_id
         try:
-            self.client.post_segments(meeting_id, self.outbox.device_id, [s.payload() for s in batch])
+            answer = self.client.post_segments(meeting_id, self.outbox.device_id, [s.payload() for s in batch])
         except CloudError as exc:
             if exc.status in (409, 422):
                 # The cloud will never take these as they are; keep them aside, and say so loudly.
                 self.outbox.reject(batch, f"HTTP {exc.status}: {exc.detail}")
             raise
-        self.outbox.ack(meeting_id, [s.seq for s in batch])
+        receipt = answer.get("receipt") if isinstance(answer, dict) else None
+        self.outbox.ack(meeting_id, [s.seq for s in batch], receipt=receipt if isinstance(receipt, dict) else None)
         self.sent += len(batch)
         now = time.monotonic()
         self.ack_times.extend([now] * len(batch))

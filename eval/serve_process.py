@@ -73,7 +73,9 @@ class Server:
         command = [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
         command += ["serve", "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port),
                     "--embedder", self.embedder]
-        env = {**os.environ, "MEETMEM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+        # The load generator is one client with one token: the per-token rate limit would throttle the load
+        # being measured, so it is off here (the per-address limit stays, above the bench's clients).
+        env = {**os.environ, "MEETMEM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MEETMEM_RATE_LIMIT": "0"}
         with open(self.log_path, "wb") as out:
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 

@@ -74,6 +74,10 @@ class Settings(BaseSettings):
         default=4 * 1_048_576, ge=1024,
         description="the largest request body accepted (a spoken question of a minute is about 2 MB as WAV)",
     )
+    max_db_bytes: int | None = Field(
+        default=None, ge=65536, description="a cap on the database file's size for `meetmem serve` (none by "
+        "default): a batch that would pass it is refused whole with 503, as on a full disk",
+    )
     max_batch: int = Field(default=1000, ge=1, description="the most segments one POST may carry")
     close_after_silence: float = Field(
         default=1800.0, ge=0, description="seconds without a new segment before a live meeting closes (0: never)"
@@ -92,3 +96,38 @@ class Settings(BaseSettings):
         default=False, description="keep audio that devices upload for a meeting whose tenant or meeting has no "
         "audio policy of its own (PUT /v1/meetings/{id}/audio/policy); off: audio stays on the device")
     sse_keepalive: float = Field(default=15.0, gt=0, description="seconds between keep-alive comments on a stream")
+    header_timeout: float = Field(
+        default=10.0, gt=0, description="seconds `meetmem serve` gives a request's headers to arrive before it "
+        "closes the connection (a client trickling its headers holds a connection otherwise)",
+    )
+    body_timeout: float = Field(
+        default=10.0, gt=0, description="seconds the server waits for each next piece of a request body before "
+        "answering 408 (a client that promises a body and trickles it holds a connection otherwise)",
+    )
+    per_client_requests: int = Field(
+        default=100, ge=1, description="requests one client address may have in progress at once (open event "
+        "streams count); more get 429",
+    )
+    rate_limit: float = Field(
+        default=50.0, ge=0, description="requests per second one token may make on average (0: no limit); more "
+        "get 429 with Retry-After",
+    )
+    rate_burst: int = Field(default=200, ge=1, description="requests one token may make at once before "
+                            "`rate_limit` applies")
+    max_connections: int = Field(
+        default=1000, ge=1, description="connections `meetmem serve` holds at once (uvicorn's limit_concurrency); "
+        "more get 503",
+    )
+    token_recheck: float = Field(
+        default=5.0, gt=0, description="seconds between checks of an open event stream's token while it is idle "
+        "(it is also checked before every event): a revoked or expired token's stream ends within this",
+    )
+    receipt_key: Path | None = Field(
+        default=None,
+        description="the file of the key that signs every acknowledgement's receipt (made on first use; default: "
+        "beside the database, `<db>.receipt-key`). Keep it out of reach of whoever can write the database",
+    )
+
+    def receipt_key_path(self) -> Path:
+        """Where the receipt key lives: `receipt_key`, else beside the database."""
+        return self.receipt_key or self.db.with_name(self.db.name + ".receipt-key")

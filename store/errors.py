@@ -17,12 +17,15 @@ class InvalidSegment(StoreError):
     Attributes:
         source: the file name or request the segment came from, if known.
         line: the 1-based line number in that file, if known.
+        seq: the `seq` of the segment to blame, when the log found the problem (a file's seq is its line).
     """
 
-    def __init__(self, message: str, *, source: str | None = None, line: int | None = None) -> None:
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None,
+                 seq: int | None = None) -> None:
         self.reason = message
         self.source = source
         self.line = line
+        self.seq = seq
         where = ""
         if source is not None and line is not None:
             where = f"{source}:{line}: "
@@ -30,6 +33,8 @@ class InvalidSegment(StoreError):
             where = f"{source}: "
         elif line is not None:
             where = f"line {line}: "
+        elif seq is not None:
+            where = f"seq {seq}: "
         super().__init__(f"{where}{message}")
 
 

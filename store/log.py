@@ -21,7 +21,8 @@ from typing import Any
 import sqlite_utils
 
 from .errors import ImmutableLog, InvalidSegment, MeetingNotFound, SequenceError, StoreError
-from .interchange import check_segment_input
+from .interchange import check_id, check_segment_input
+from .receipts import Receipt, ReceiptError, ReceiptKey
 from .records import (
     CHAINED_FIELDS,
     GENESIS_HASH,
@@ -38,6 +39,8 @@ from .schema import create_schema
 log = logging.getLogger(__name__)
 
 DEFAULT_TENANT = "local"
+#: Reader connections kept open between reads (more readers at once open one each and close it after).
+READER_POOL_SIZE = 8
 
 # The log's columns are the record's fields, in the record's order.
 _SEGMENT_COLUMNS = tuple(f.name for f in fields(Segment))
@@ -59,9 +62,11 @@ class TranscriptLog:
 
     Args:
         path: the database file; created with its schema when missing.
+        max_bytes: a cap on the file's size (SQLite's `max_page_count`); a batch that would pass it is
+            refused whole with a StoreError, as on a full disk. None: no cap.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, max_bytes: int | None = None) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -71,16 +76,21 @@ class TranscriptLog:
         self._conn = conn
         self.db = sqlite_utils.Database(conn)
         self._write_lock = threading.RLock()
-        # Readers on other threads get their own connection: on the writer's connection they would see a
-        # batch that is still inside its transaction (and might yet be rolled back).
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        # Readers on other threads borrow a connection of their own: on the writer's connection they would
+        # see a batch that is still inside its transaction (and might yet be rolled back). The pool is bounded
+        # and a connection goes back to it after each read, so a server's changing worker threads never pile
+        # up open files (a connection per thread leaked 128 handles in 800 requests).
+        self._idle_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._closed = False
         self._writer_thread: int | None = None
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
+            if max_bytes is not None:
+                page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+                conn.execute(f"PRAGMA max_page_count = {max(1, int(max_bytes) // page_size)}")
             self._create_schema()
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -108,32 +118,42 @@ class TranscriptLog:
             finally:
                 self._writer_thread = outer
 
-    def _reader(self) -> sqlite3.Connection:
-        """The connection this thread reads with: the writer's inside its own transaction, else its own."""
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection to read with: the writer's inside its own transaction, else one from the pool."""
         if self._writer_thread == threading.get_ident():
-            return self._conn
-        conn = getattr(self._local, "conn", None)
+            yield self._conn
+            return
+        with self._readers_lock:
+            conn = self._idle_readers.pop() if self._idle_readers else None
         if conn is None:
             try:
                 conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
+                conn.execute("PRAGMA query_only=ON")
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
-            conn.execute("PRAGMA query_only=ON")
-            self._local.conn = conn
+        try:
+            yield conn
+        finally:
             with self._readers_lock:
-                self._readers.append(conn)
-        return conn
+                keep = not self._closed and len(self._idle_readers) < READER_POOL_SIZE
+                if keep:
+                    self._idle_readers.append(conn)
+            if not keep:
+                conn.close()
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a read-only query on this thread's reader connection (committed data only)."""
+        """Run a read-only query on a reader connection (committed data only)."""
         try:
-            return self._reader().execute(sql, params).fetchall()
+            with self._reading() as conn:
+                return conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
 
     def close(self) -> None:
         with self._readers_lock:
-            readers, self._readers = self._readers, []
+            self._closed = True
+            readers, self._idle_readers = self._idle_readers, []
         for conn in readers:
             conn.close()
         self._conn.close()
@@ -166,9 +186,9 @@ class TranscriptLog:
         Raises:
             InvalidSegment, SequenceError: nothing of the batch is stored.
         """
-        _check_name("meeting id", meeting_id)
-        _check_name("device id", device_id)
-        _check_name("tenant", tenant)
+        check_id("meeting id", meeting_id)
+        check_id("device id", device_id)
+        check_id("tenant", tenant)
         if not segments:
             return AppendResult()
         for item in segments:
@@ -278,7 +298,13 @@ class TranscriptLog:
             if inserted != len(rows):
                 # Another writer took these chain positions between our read and our insert.
                 raise StoreError("concurrent append to the same meeting; retry the batch")
-        return AppendResult(added=tuple(added), duplicates=duplicates)
+            conn.execute(
+                "INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, meeting_id) DO UPDATE SET head_pos = excluded.head_pos, "
+                "head_hash = excluded.head_hash",
+                (tenant, meeting_id, pos - 1, prev),
+            )
+        return AppendResult(added=tuple(added), duplicates=duplicates, head_pos=pos - 1, head_hash=prev)
 
     def _check_supersedes(
         self, tenant: str, meeting_id: str, item: SegmentInput, pending: set[str]
@@ -291,7 +317,7 @@ class TranscriptLog:
         ).fetchone()
         if not found:
             raise InvalidSegment(
-                f"seq {item.seq}: 'supersedes' names {item.supersedes!r}, which is not a segment of this meeting"
+                f"'supersedes' names {item.supersedes!r}, which is not a segment of this meeting", seq=item.seq
             )
 
     # -- reads ------------------------------------------------------------------------------------------
@@ -377,7 +403,7 @@ class TranscriptLog:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        for row in self._reader().execute(sql, args):
+        for row in self.read(sql, args):
             yield _row_to_segment(row)
 
     def last_chain_pos(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
@@ -444,11 +470,38 @@ class TranscriptLog:
         return [(t, m, r or "") for t, m, r in rows if self.closure(m, tenant=t) is None]
 
     # -- integrity --------------------------------------------------------------------------------------
-    def verify(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> ChainReport:
-        """Recompute a meeting's hash chain and name the first broken link, if any."""
+    def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:
+        """The meeting's recorded head (last chain position, its hash), kept apart from the segments."""
+        rows = self.read("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND meeting_id = ?",
+                         (tenant, meeting_id))
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def verify(
+        self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, receipts: Sequence[Receipt] = (),
+        key: ReceiptKey | None = None,
+    ) -> ChainReport:
+        """Recompute a meeting's hash chain and name the first broken link, if any.
+
+        Beyond the links, the chain must end where the meeting's head (kept apart from the segments) says,
+        and reach every position a closure record names, so rows removed from the end show too. Each
+        receipt (signed by `key` when the cloud acknowledged a batch, and kept by the device) must find its
+        position in the chain with the hash it was signed with: that holds even against someone who rewrote
+        the segments, the head and the closures together, as long as they do not hold the key.
+
+        Raises:
+            MeetingNotFound: the tenant has no such meeting.
+            ReceiptError: a receipt of this meeting was not signed by `key` (or no key was given).
+        """
         self.require_meeting(meeting_id, tenant=tenant)
+        mine = [r for r in receipts if (r.tenant, r.meeting_id) == (tenant, meeting_id)]
+        if mine and key is None:
+            raise ReceiptError("receipts are checked with the server's receipt key; none was given")
+        for receipt in mine:
+            assert key is not None
+            key.check_signature(receipt)
         prev = GENESIS_HASH
         checked = 0
+        hashes: dict[int, str] = {}
         for expected_pos, seg in enumerate(self.chain(meeting_id, tenant=tenant)):
             where = f"segment {seg.segment_id} (chain position {seg.chain_pos}, device {seg.device_id}, seq {seg.seq})"
             if seg.chain_pos != expected_pos:
@@ -462,8 +515,39 @@ class TranscriptLog:
                 return ChainReport(meeting_id, checked, False, seg.segment_id, seg.chain_pos,
                                    f"{where}: its content does not match its hash (altered after it was stored)")
             prev = seg.hash
+            hashes[seg.chain_pos] = seg.hash
             checked += 1
-        return ChainReport(meeting_id, checked, True)
+        end = checked - 1
+
+        def cut(reason: str, pos: int) -> ChainReport:
+            return ChainReport(meeting_id, checked, False, None, pos, reason, head_pos=end)
+
+        head = self.head(meeting_id, tenant=tenant)
+        if head is None:
+            return cut(f"the meeting has no recorded head, yet it was made by storing segments; its log ends at "
+                       f"chain position {end}, so rows may have been removed", end + 1)
+        head_pos, head_hash = head
+        if head_pos > end:
+            return cut(f"the log ends at chain position {end}, but the meeting's head records position {head_pos}: "
+                       f"{head_pos - end} rows were removed from the end", end + 1)
+        if head_pos < end or head_hash != prev:
+            return cut(f"the chain ends at position {end} with a hash the meeting's head (position {head_pos}) "
+                       "does not record: the end of the log was rewritten", min(head_pos, end) + 1)
+        closed = self.read("SELECT MAX(through_pos) FROM meeting_closures WHERE tenant = ? AND meeting_id = ?",
+                           (tenant, meeting_id))
+        through = closed[0][0] if closed and closed[0][0] is not None else -1
+        if through > end:
+            return cut(f"the log ends at chain position {end}, but the meeting's closure record says it ran to "
+                       f"position {through}: {through - end} rows were removed from the end", end + 1)
+        for receipt in sorted(mine, key=lambda r: r.pos):
+            held = hashes.get(receipt.pos, GENESIS_HASH if receipt.pos == -1 else None)
+            if held is None:
+                return cut(f"a signed receipt acknowledges chain position {receipt.pos}, but the log ends at "
+                           f"position {end}: acknowledged rows were removed", end + 1)
+            if held != receipt.head:
+                return cut(f"a signed receipt acknowledges chain position {receipt.pos} with another hash than the "
+                           "log holds there: the log was rewritten from that position or before", receipt.pos)
+        return ChainReport(meeting_id, checked, True, head_pos=end, receipts=len(mine))
 
 
 def _same_content(old: Segment, new: SegmentInput) -> bool:
@@ -477,12 +561,3 @@ def _same_content(old: Segment, new: SegmentInput) -> bool:
         and old.confidence == new.confidence
         and old.supersedes == new.supersedes
     )
-
-
-def _check_name(what: str, value: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidSegment(f"{what} must be a non-empty string")
-    if len(value) > 200:
-        raise InvalidSegment(f"{what} is longer than 200 characters")
-    if any(ord(ch) < 32 for ch in value):
-        raise InvalidSegment(f"{what} contains control characters")

@@ -74,6 +74,9 @@ class AppendResult:
 
     added: tuple[Segment, ...] = field(default_factory=tuple)
     duplicates: int = 0
+    #: The meeting's head once the batch was stored: its last chain position and that row's hash.
+    head_pos: int = -1
+    head_hash: str = "0" * 64
 
     @property
     def new(self) -> int:
@@ -103,6 +106,9 @@ class ChainReport:
     broken_at: str | None = None
     broken_pos: int | None = None
     reason: str | None = None
+    #: Where the chain ends (-1: no rows) and how many signed receipts were checked against it.
+    head_pos: int = -1
+    receipts: int = 0
 
 
 def segment_id_for(tenant: str, meeting_id: str, device_id: str, seq: int) -> str:

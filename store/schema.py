@@ -29,6 +29,12 @@ SCHEMA_TRIGGERS = [
        BEGIN SELECT RAISE(ABORT, 'meeting closures are append-only: UPDATE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS closures_refuse_delete BEFORE DELETE ON meeting_closures
        BEGIN SELECT RAISE(ABORT, 'meeting closures are append-only: DELETE refused'); END""",
+    # A meeting's head only moves forward, and is never removed: a log cut short no longer reaches it.
+    """CREATE TRIGGER IF NOT EXISTS heads_refuse_going_back BEFORE UPDATE ON meeting_heads
+       WHEN NEW.head_pos <= OLD.head_pos OR NEW.tenant != OLD.tenant OR NEW.meeting_id != OLD.meeting_id
+       BEGIN SELECT RAISE(ABORT, 'a meeting head only moves forward: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS heads_refuse_delete BEFORE DELETE ON meeting_heads
+       BEGIN SELECT RAISE(ABORT, 'meeting heads are never deleted: DELETE refused'); END""",
 ]
 
 
@@ -80,5 +86,19 @@ def create_schema(db: sqlite_utils.Database) -> None:
             not_null={"tenant", "meeting_id", "closed_at", "reason", "through_pos"},
         )
         db["meeting_closures"].create_index(["tenant", "meeting_id", "through_pos"])
+    if "meeting_heads" not in db.table_names():
+        # Where each meeting's chain ends (its last position and hash), kept apart from the segments so that
+        # rows removed from the end of a chain (which leaves the rest of it intact) still show. A database
+        # from before heads gets them from its chains as they are now.
+        db["meeting_heads"].create(
+            {"tenant": str, "meeting_id": str, "head_pos": int, "head_hash": str},
+            pk=("tenant", "meeting_id"),
+            not_null={"tenant", "meeting_id", "head_pos", "head_hash"},
+        )
+        db.execute(
+            "INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) "
+            "SELECT s.tenant, s.meeting_id, s.chain_pos, s.hash FROM segments s WHERE s.chain_pos = "
+            "(SELECT MAX(t.chain_pos) FROM segments t WHERE t.tenant = s.tenant AND t.meeting_id = s.meeting_id)"
+        )
     for statement in SCHEMA_TRIGGERS:
         db.execute(statement)

@@ -21,19 +21,27 @@ def get_tenant(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
-    """The tenant of the request's bearer token; 401 when it is missing, unknown or revoked."""
+    """The tenant of the request's bearer token; 401 when it is missing, unknown, revoked or expired."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer TOKEN'",
                             headers={"WWW-Authenticate": "Bearer"})
     tenant = request.app.state.tokens.tenant_for(credentials.credentials)
     if tenant is None:
-        raise HTTPException(401, "invalid or revoked token",
+        raise HTTPException(401, "invalid, revoked or expired token",
                             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
     return tenant
 
 
 Service = Annotated[MeetingService, Depends(get_service)]
 Tenant = Annotated[str, Depends(get_tenant)]
+
+
+def get_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> str:
+    """The request's bearer token itself (after `Tenant` has checked it): a stream checks it again later."""
+    return credentials.credentials if credentials is not None else ""
+
+
+Token = Annotated[str, Depends(get_token)]
 MeetingId = Annotated[
     str,
     Path(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$",
@@ -45,11 +53,14 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries for the error statuses a route can answer with (every body is `ErrorOut`)."""
     what = {
         400: "the body is not UTF-8 encoded JSON",
-        401: "missing, unknown or revoked bearer token",
+        401: "missing, unknown, revoked or expired bearer token",
         404: "the tenant has no such meeting",
         409: "a seq already stored with different content, or going backwards",
+        408: "the request body stopped arriving (nothing for `MEETMEM_BODY_TIMEOUT` seconds)",
         413: "the request body is larger than the configured limit",
         422: "a malformed request: the detail names the field",
+        429: "too many requests at once from this address, or too many a second for this token: retry after "
+        "`Retry-After` seconds",
         503: "the models are still loading, or the database is busy: retry after `Retry-After` seconds",
     }
     return {status: {"model": ErrorOut, "description": what[status]} for status in statuses}

@@ -3,14 +3,16 @@
 Each event's id is the segment's chain position (its place in arrival order), so a client that reconnects
 with the last id it saw gets exactly the segments it missed. A closure is sent as an `event: closed`
 (ignored by a plain `onmessage` handler); the stream stays open, since a device catching up may still add
-segments after it.
+segments after it. The stream's token is checked again every few seconds and before every event it sends:
+once it is revoked or expired, an `event: unauthorized` ends the stream (a reconnect then gets 401).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
@@ -19,11 +21,13 @@ from fastapi.sse import EventSourceResponse, format_sse_event
 
 from meetmem.store.errors import InvalidSegment
 
-from .deps import MeetingId, Service, Tenant, errors
+from .deps import MeetingId, Service, Tenant, Token, errors
 
 router = APIRouter(prefix="/v1/meetings", tags=["live"])
 
 _BATCH = 200
+#: Event ids are chain positions, SQLite integers; a larger resume point could not even be compared.
+MAX_EVENT_ID = 2**62
 
 
 @router.get(
@@ -46,8 +50,9 @@ async def events(
     request: Request,
     service: Service,
     tenant: Tenant,
+    token: Token,
     last_event_id: Annotated[str | None, Header(description="resume after this event id")] = None,
-    after: Annotated[int | None, Query(ge=-1, le=2**62, description="resume after this event id "
+    after: Annotated[int | None, Query(ge=-1, le=MAX_EVENT_ID, description="resume after this event id "
                                                                   "(for clients that cannot set headers)")] = None,
 ) -> EventSourceResponse:
     """Every segment appended after the resume point (from the meeting's first without one)."""
@@ -60,20 +65,34 @@ async def events(
             raise InvalidSegment(
                 f"Last-Event-ID must be the id of an event of this stream (an integer), got {last_event_id[:40]!r}"
             ) from None
-        if resume < -1:
-            raise InvalidSegment("Last-Event-ID must be -1 or more")
-    keepalive = request.app.state.settings.sse_keepalive
-    return EventSourceResponse(_stream(service, tenant, meeting_id, resume, keepalive),
+        if not -1 <= resume <= MAX_EVENT_ID:
+            raise InvalidSegment(f"Last-Event-ID must be between -1 and {MAX_EVENT_ID}, got {last_event_id[:40]!r}")
+    settings = request.app.state.settings
+    tokens = request.app.state.tokens
+
+    def authorised() -> bool:
+        return tokens.tenant_for(token) == tenant
+
+    return EventSourceResponse(_stream(service, tenant, meeting_id, resume, settings.sse_keepalive, authorised,
+                                       settings.token_recheck),
                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-async def _stream(service: Service, tenant: str, meeting_id: str, after: int, keepalive: float) -> AsyncIterator[bytes]:
+async def _stream(service: Service, tenant: str, meeting_id: str, after: int, keepalive: float,
+                  authorised: Callable[[], bool], recheck: float) -> AsyncIterator[bytes]:
     key = (tenant, meeting_id)
     announced: str | None = None
     with service.feed.subscribe(key) as wake:
         yield format_sse_event(comment="meetmem live captions", retry=2000)
+        quiet_since = time.monotonic()
         while True:
             wake.clear()
+            # Before every event sent, and at least every `recheck` seconds while idle: a revoked or expired
+            # token must not keep receiving a meeting's words.
+            if not await run_in_threadpool(authorised):
+                yield format_sse_event(data_str=json.dumps({"detail": "the token was revoked or has expired"}),
+                                       event="unauthorized")
+                return
             rows = await run_in_threadpool(service.chain_after, tenant, meeting_id, after, _BATCH)
             for seg in rows:
                 data = json.dumps(seg.public(), ensure_ascii=False)
@@ -86,6 +105,9 @@ async def _stream(service: Service, tenant: str, meeting_id: str, after: int, ke
                 announced = closure.closed_at
                 yield format_sse_event(data_str=json.dumps(closure.public()), event="closed")
             try:
-                await asyncio.wait_for(wake.wait(), timeout=keepalive)
+                await asyncio.wait_for(wake.wait(), timeout=min(keepalive, recheck))
+                quiet_since = time.monotonic()
             except TimeoutError:
-                yield format_sse_event(comment="keep-alive")
+                if time.monotonic() - quiet_since >= keepalive:
+                    quiet_since = time.monotonic()
+                    yield format_sse_event(comment="keep-alive")

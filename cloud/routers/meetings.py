@@ -10,7 +10,7 @@ from meetmem.store.errors import InvalidSegment
 from meetmem.store.interchange import validate_segment
 from meetmem.store.records import SegmentInput
 
-from ..schemas import ClosureOut, IngestRequest, IngestResponse, MeetingOut, SegmentOut
+from ..schemas import ClosureOut, IngestRequest, IngestResponse, MeetingOut, ReceiptOut, SegmentOut
 from ..service import MeetingInfo
 from .deps import MeetingId, Service, Tenant, errors
 
@@ -62,8 +62,9 @@ def post_segments(meeting_id: MeetingId, body: IngestRequest, request: Request, 
         except InvalidSegment as exc:
             raise InvalidSegment(f"segments[{i}] (seq {item.seq}): {exc.reason}") from None
     result, ids = service.ingest(tenant, meeting_id, body.device_id, inputs)
+    receipt = request.app.state.receipts.sign(tenant, meeting_id, result.head_pos, result.head_hash)
     return IngestResponse(meeting_id=meeting_id, device_id=body.device_id, new=result.new,
-                          duplicates=result.duplicates, segment_ids=ids)
+                          duplicates=result.duplicates, segment_ids=ids, receipt=ReceiptOut(**receipt.public()))
 
 
 @router.get(

@@ -18,6 +18,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         bench_audio,
         bench_context,
         bench_edge,
+        bench_faults,
         bench_serve,
         bench_store,
         bench_summaries,
@@ -34,3 +35,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_context.add_parser(bench_sub, common)
     locomo.add_parser(bench_sub, common)
     bench_audio.add_parser(bench_sub, common)
+    bench_faults.add_parser(bench_sub, common)

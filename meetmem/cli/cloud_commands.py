@@ -20,18 +20,26 @@ def cmd_serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise MissingDependency(exc.name or "fastapi") from exc
     settings = ctx.settings.model_copy(update={k: v for k, v in {"host": args.host, "port": args.port}.items()
                                                 if v is not None})
+    from meetmem.cloud.limits import header_timeout_protocol
+
     app = create_app(settings)
+    protocol = header_timeout_protocol(settings.header_timeout)
+    # limit_concurrency: past it uvicorn answers 503 rather than take connections until the process runs out
+    # of file handles; timeout_keep_alive: an idle kept-alive connection is closed after 5 s.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="info" if args.verbose else "warning",
-                access_log=args.verbose, timeout_graceful_shutdown=5)
+                access_log=args.verbose, timeout_graceful_shutdown=5, limit_concurrency=settings.max_connections,
+                timeout_keep_alive=5, http=protocol or "auto")
     return 0
 
 
 def cmd_token_create(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from meetmem.cloud.auth import TokenStore
+    from meetmem.cloud.auth import TokenStore, parse_expiry
 
-    token = TokenStore(ctx.log).create(args.tenant_name, label=args.label)
+    expires_at = parse_expiry(args.expires) if args.expires else None
+    token = TokenStore(ctx.log).create(args.tenant_name, label=args.label, expires_at=expires_at)
     if args.json:
-        emit_json({"tenant": args.tenant_name, "token": token})
+        emit_json({"tenant": args.tenant_name, "token": token,
+                   "expires_at": expires_at.isoformat(timespec="seconds") if expires_at else None})
     else:
         sys.stdout.write(token + "\n")
     return 0
@@ -56,7 +64,12 @@ def cmd_token_list(args: argparse.Namespace, ctx: CommandContext) -> int:
         emit_json([t.public() for t in tokens])
     else:
         for t in tokens:
-            state = f"revoked {t.revoked_at}" if t.revoked_at else "active"
+            if t.revoked_at:
+                state = f"revoked {t.revoked_at}"
+            elif t.expires_at:
+                state = f"expired {t.expires_at}" if t.expired else f"active, expires {t.expires_at}"
+            else:
+                state = "active"
             label = f"  {t.label}" if t.label else ""
             sys.stdout.write(f"{t.token_id}  {t.tenant}  created {t.created_at}  {state}{label}\n")
     return 0
@@ -82,6 +95,9 @@ def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                              description="Print a new bearer token for a tenant on stdout.")
     p.add_argument("--tenant", dest="tenant_name", required=True, help="the tenant the token gives access to")
     p.add_argument("--label", default=None, help="a note to recognise the token by (a device name)")
+    p.add_argument("--expires", default=None, metavar="WHEN",
+                   help="when the token stops working: a duration (90s, 30m, 12h, 30d, 2w) or an ISO date-time "
+                   "with an offset (default: never; revoke it instead)")
     p.set_defaults(func=cmd_token_create)
     p = token_sub.add_parser("revoke", parents=[token_common], help="revoke a token (by the token or its id)",
                              description="Revoke a token at once: its next request gets 401.")
@@ -89,6 +105,6 @@ def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.set_defaults(func=cmd_token_revoke)
     p = token_sub.add_parser("list", parents=[token_common],
                              help="list tokens (ids, tenants, state; never secrets)",
-                             description="List the tokens: id, tenant, when created, whether revoked.")
+                             description="List the tokens: id, tenant, when created, whether revoked or expired.")
     p.add_argument("--tenant", dest="tenant_name", default=None, help="only this tenant's tokens")
     p.set_defaults(func=cmd_token_list)

@@ -7,6 +7,7 @@ the search index, so they run on a board with the `edge` extra alone.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -327,6 +328,25 @@ def _push_to_talk(device: int | str | None = None) -> Any:
     return record_until(stop, device=device)
 
 
+def cmd_edge_receipts(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.edge.agent import default_outbox_path
+    from meetmem.edge.errors import OutboxError
+    from meetmem.edge.outbox import Outbox
+
+    path = Path(args.outbox) if args.outbox else default_outbox_path()
+    if not path.is_file():
+        raise OutboxError(f"no outbox at {path}")
+    with Outbox(path) as outbox:
+        receipts = outbox.receipts()
+    for receipt in receipts:
+        if args.json:
+            sys.stdout.write(json.dumps(receipt, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(f"{receipt.get('meeting_id')}  position {receipt.get('pos')}  head "
+                             f"{str(receipt.get('head'))[:16]}...  key {receipt.get('key_id')}\n")
+    return 0
+
+
 def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     edge = sub.add_parser("edge", help="the edge agent: speech to the cloud, questions by voice",
                           description="The edge agent for the glasses' companion board (needs only the "
@@ -395,3 +415,9 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
                    "tap the Frame glasses, speak, tap again; the answer shows on their display")
     p.add_argument("--explain", action="store_true", help="also return the manifest of the context used")
     p.set_defaults(func=cmd_edge_ask)
+
+    p = edge_sub.add_parser("receipts", parents=[common], help="the cloud's signed receipts this device keeps",
+                            description="Print the cloud's latest signed receipt of every meeting this device "
+                            "sent to (JSON Lines with --json), for `meetmem verify MEETING --receipt FILE`.")
+    p.add_argument("--outbox", default=None, help="the outbox file (default: the user data directory)")
+    p.set_defaults(func=cmd_edge_receipts)

@@ -28,7 +28,12 @@ def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
         from .export_commands import ogg_audio
 
         audio = ogg_audio(Path(args.audio), quiet=ctx.quiet)
-    result = ctx.log.append(args.meeting_id, device_id, segments, tenant=ctx.tenant)
+    try:
+        result = ctx.log.append(args.meeting_id, device_id, segments, tenant=ctx.tenant)
+    except InvalidSegment as exc:
+        if exc.seq is None or exc.source is not None:
+            raise
+        raise InvalidSegment(exc.reason, source=args.file, line=exc.seq) from None  # a file's seq is its line
     if not ctx.quiet:
         note(f"stored {result.new} new segments ({result.duplicates} already stored) in meeting {args.meeting_id}")
     # A file is a whole meeting (CONTRACT): it is closed once stored, and its summaries and ledger are made
@@ -134,15 +139,33 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, ctx: CommandContext) -> int:
-    report = ctx.log.verify(args.meeting_id, tenant=ctx.tenant)
+    receipts: list[Any] = []
+    key = None
+    if args.receipt:
+        from meetmem.store.receipts import ReceiptKey, read_receipts
+
+        for path in args.receipt:
+            receipts.extend(read_receipts(path))
+        key = ReceiptKey.load(args.receipt_key or ctx.settings.receipt_key_path())
+        foreign = [r for r in receipts if (r.tenant, r.meeting_id) != (ctx.tenant, args.meeting_id)]
+        if len(foreign) == len(receipts):
+            raise InvalidSegment(f"none of the receipts is for meeting {args.meeting_id!r} of tenant "
+                                 f"{ctx.tenant!r} (they name {foreign[0].meeting_id!r} of {foreign[0].tenant!r})")
+    report = ctx.log.verify(args.meeting_id, tenant=ctx.tenant, receipts=receipts, key=key)
     if args.json:
         emit_json({"meeting_id": report.meeting_id, "ok": report.ok, "checked": report.checked,
-                   "broken_at": report.broken_at, "reason": report.reason})
+                   "broken_at": report.broken_at, "reason": report.reason, "head_pos": report.head_pos,
+                   "receipts": report.receipts})
     if report.ok:
         if not args.json:
-            print(f"{args.meeting_id}: hash chain intact ({report.checked} segments)")
+            signed = f", {report.receipts} signed receipts match" if report.receipts else ""
+            print(f"{args.meeting_id}: hash chain intact ({report.checked} segments, ends where its head "
+                  f"says{signed})")
         return 0
-    sys.stderr.write(f"meetmem: {args.meeting_id}: hash chain broken at {report.reason}\n")
+    if report.broken_at is None:
+        sys.stderr.write(f"meetmem: {args.meeting_id}: the log was cut short: {report.reason}\n")
+    else:
+        sys.stderr.write(f"meetmem: {args.meeting_id}: hash chain broken at {report.reason}\n")
     return 1
 
 
@@ -196,9 +219,16 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("verify", parents=[common], help="recompute a meeting's hash chain",
-                       description="Recompute the meeting's hash chain; exit 0 when intact, else name the first "
-                       "broken link and exit 1.")
+                       description="Recompute the meeting's hash chain and check that it ends where the meeting's "
+                       "head and closure say; with --receipt, also that it holds every position the cloud "
+                       "signed a receipt for. Exit 0 when intact, else name the first broken link (or the cut) "
+                       "and exit 1.")
     p.add_argument("meeting_id", metavar="MEETING_ID")
+    p.add_argument("--receipt", action="append", metavar="FILE", default=None,
+                   help="receipts kept outside the database (JSON or JSON Lines, as the API returned them, or "
+                   "`edge receipts --json`); may be repeated")
+    p.add_argument("--receipt-key", default=None, metavar="PATH",
+                   help="the server's receipt key (default: MEETMEM_RECEIPT_KEY, else <db>.receipt-key)")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("reindex", parents=[common], help="rebuild every derived index from the log",

@@ -166,7 +166,7 @@ def test_impossible_meeting_ids_are_422(api: Api, meeting: str) -> None:
     assert r.status_code == 422 and r.json()["detail"]
 
 
-@pytest.mark.parametrize("last_event_id", ["seven", "-5", "1.5"])
+@pytest.mark.parametrize("last_event_id", ["seven", "-5", "1.5", "99999999999999999999999999", str(2**62 + 1)])
 def test_a_bad_last_event_id_is_422_before_the_stream_starts(api: Api, last_event_id: str) -> None:
     token = api.token("acme")
     api.client.post("/v1/meetings/m/segments", json=SEGMENTS, headers=api.headers(token))

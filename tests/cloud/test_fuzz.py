@@ -33,8 +33,12 @@ def _schemathesis() -> str:
 
 
 @pytest.fixture
-def server(serve_factory: Callable[..., Any], token_maker: Callable[[Path, str], str]) -> Any:
-    """The service as deployed: the dense model and a recogniser for spoken questions (tiny.en, the faster)."""
+def server(serve_factory: Callable[..., Any], token_maker: Callable[[Path, str], str],
+           monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The service as deployed: the dense model and a recogniser for spoken questions (tiny.en, the faster).
+    The per-token rate limit is off: the fuzzer's one token would spend its run on 429s (tests/cloud/test_limits.py
+    covers the limit)."""
+    monkeypatch.setenv("MEETMEM_RATE_LIMIT", "0")
     serve = serve_factory(embedder="minilm", voice_model="tiny.en")
     serve.start()
     return SimpleNamespace(url=serve.url, process=serve.process, token=lambda t: token_maker(serve.db, t))

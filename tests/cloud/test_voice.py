@@ -101,3 +101,66 @@ def test_without_a_recogniser_spoken_questions_are_503(make_api: Any, question_w
     assert r.status_code == 503 and "voice_model" in r.json()["detail"]
     assert api.client.post("/v1/meetings/other/ask/voice", headers=headers,
                            files={"file": ("q.wav", b"x", "audio/wav")}).status_code == 404
+
+
+_VOICE_PROBE = """
+import json, sys
+from importlib.metadata import packages_distributions
+from pathlib import Path
+before = set(sys.modules)  # what the interpreter loaded on its own (site hooks), not the voice path
+from meetmem.cloud.voice import VoiceQuestions
+
+voice = VoiceQuestions(sys.argv[1], threads=1)
+voice.load()
+text = voice.transcribe(Path(sys.argv[2]).read_bytes(), filename="q.wav")
+dists = packages_distributions()
+used = sorted({d for name in set(sys.modules) - before for d in dists.get(name.split(".")[0], [])})
+print(json.dumps({"text": text, "distributions": used}))
+"""
+
+
+def _requirement_closure(requirements: list[str]) -> set[str]:
+    """Every distribution the requirements pull in, through the installed packages' own metadata."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    todo = [(Requirement(r), set()) for r in requirements]
+    while todo:
+        req, extras = todo.pop()
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in (extras or {""})):
+            continue
+        name = canonicalize_name(req.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            for sub in requires(req.name) or []:
+                todo.append((Requirement(sub), set(req.extras)))
+        except PackageNotFoundError:
+            continue
+    return seen
+
+
+def test_the_cloud_extra_carries_what_spoken_questions_need(question_wav: Path, repo_root: Path) -> None:
+    """A server installed with `[cloud]` alone must answer /ask/voice (issue 16: it answered 503)."""
+    import json
+    import sys
+    import tomllib
+
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]
+    cloud = [r for r in project["optional-dependencies"]["cloud"] if not r.startswith("meetmem[")]
+    closure = _requirement_closure(project["dependencies"] + cloud)
+    probe = subprocess.run([sys.executable, "-c", _VOICE_PROBE, "base", str(question_wav)], capture_output=True,
+                           text=True, timeout=300, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    result = json.loads(probe.stdout.splitlines()[-1])
+    assert "tooling" in result["text"].lower()
+    used = {canonicalize_name(d) for d in result["distributions"]} - {"meetmem"}
+    missing = sorted(used - closure)
+    assert not missing, f"spoken questions import {missing}, which the cloud extra does not install"
+    assert "torch" in closure  # and the extra still pins the CPU torch beside them

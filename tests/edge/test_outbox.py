@@ -104,3 +104,24 @@ def test_backoff_grows_exponentially_with_full_jitter() -> None:
     assert backoff.next_delay() == 0.5
     jittered = Backoff(0.5, 8.0, rand=lambda: 0.25)
     assert [jittered.next_delay() for _ in range(3)] == [0.125, 0.25, 0.5]
+
+
+def test_a_corrupted_outbox_is_named_and_kept_aside_not_discarded(tmp_path: Path) -> None:
+    from meetmem.edge.errors import OutboxCorrupt
+
+    path = tmp_path / "outbox.db"
+    with Outbox(path) as outbox:
+        for i in range(5):
+            outbox.put("m", {"start": float(i), "end": i + 0.5, "text": f"not yet sent {i}"})
+    damaged = bytearray(path.read_bytes())
+    damaged[:100] = b"\x00garbage" * 12 + b"\x00" * 4  # the header gone: SQLite no longer knows the file
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(OutboxCorrupt) as err:
+        Outbox(path)
+    message = str(err.value)
+    (aside,) = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))]
+    assert str(path) in message and str(aside) in message and "nothing was deleted" in message
+    assert aside.read_bytes() == bytes(damaged)  # kept exactly as it was, for recovery
+    assert not path.exists()
+    with Outbox(path) as fresh:  # the next start begins a new outbox
+        assert fresh.stats().pending == 0

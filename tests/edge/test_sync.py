@@ -145,3 +145,35 @@ def vars_of(segment: Any) -> dict[str, Any]:
     from dataclasses import asdict
 
     return asdict(segment)
+
+
+def test_the_outbox_keeps_the_clouds_latest_receipt_for_verify(tmp_path: Path, serve_factory: Callable[..., Any],
+                                                               token_maker: Callable[[Path, str], str],
+                                                               meetmem_cli: Callable[..., Any]) -> None:
+    """Every acknowledgement carries a signed receipt; the device keeps the furthest one per meeting, and
+    `meetmem verify --receipt` checks the cloud's log against it (issue 16)."""
+    import json
+
+    serve = serve_factory()
+    token = token_maker(serve.db, "acme")
+    serve.start()
+    outbox_path = tmp_path / "outbox.db"
+    with Outbox(outbox_path) as outbox:
+        _fill(outbox, "m1", 45)
+        client = CloudClient(serve.url, token)
+        uploader = Uploader(outbox, client, FAST)
+        uploader.start()
+        try:
+            assert uploader.drain(timeout=60)
+        finally:
+            uploader.stop()
+            client.close()
+        (receipt,) = outbox.receipts()
+    assert (receipt["meeting_id"], receipt["tenant"], receipt["pos"]) == ("m1", "acme", 44)
+    printed = meetmem_cli("edge", "receipts", "--outbox", str(outbox_path), "--json", db=None)
+    assert printed.returncode == 0 and [json.loads(line) for line in printed.stdout.splitlines()] == [receipt]
+    kept = tmp_path / "receipts.jsonl"
+    kept.write_text(printed.stdout)
+    serve.stop()
+    r = meetmem_cli("verify", "m1", "--tenant", "acme", "--receipt", str(kept), "--json", db=serve.db)
+    assert r.returncode == 0 and json.loads(r.stdout)["receipts"] == 1, r.stderr

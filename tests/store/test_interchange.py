@@ -83,3 +83,38 @@ def test_the_file_device_id_is_the_sha256_of_its_bytes() -> None:
     data = json.dumps(GOOD).encode() + b"\n"
     assert file_device_id(data) == "file:" + hashlib.sha256(data).hexdigest()
     assert file_device_id(data) != file_device_id(data + b"\n")
+
+
+# -- what an attack run found (issue 16): one validator, clear errors for hostile lines -------------------
+def test_a_deeply_nested_line_is_named_by_file_and_line() -> None:
+    data = json.dumps(GOOD).encode() + b"\n" + b"[" * 1500 + b"]" * 1500 + b"\n"
+    with pytest.raises(InvalidSegment) as err:
+        parse_jsonl(data, "deep.jsonl")
+    assert str(err.value).startswith("deep.jsonl:2: ") and "nested too deeply" in str(err.value)
+
+
+def test_a_utf8_byte_order_mark_is_accepted() -> None:
+    data = b"\xef\xbb\xbf" + json.dumps(GOOD).encode() + b"\n"
+    assert [s.text for s in parse_jsonl(data, "bom.jsonl")] == [GOOD["text"]]
+
+
+@pytest.mark.parametrize(("obj", "named"), [
+    pytest.param({**GOOD, "confidence": 5}, "confidence", id="confidence above 1"),
+    pytest.param({**GOOD, "confidence": -0.1}, "confidence", id="negative confidence"),
+    pytest.param({**GOOD, "colour": "red"}, "colour", id="unknown field"),
+    pytest.param({**GOOD, "speaker": "x" * 201}, "speaker", id="speaker too long"),
+    pytest.param({**GOOD, "supersedes": "s_" + "0" * 70}, "supersedes", id="supersedes too long"),
+])
+def test_the_file_reader_refuses_what_the_api_refuses(obj: dict, named: str) -> None:
+    with pytest.raises(InvalidSegment) as err:
+        parse_jsonl(json.dumps(obj).encode(), "t.jsonl")
+    assert named in str(err.value) and str(err.value).startswith("t.jsonl:1: ")
+
+
+@pytest.mark.parametrize("meeting_id", ["a/b", "/", ".", "..", "x\x7f"])
+def test_a_meeting_id_the_api_cannot_route_is_refused(meeting_id: str) -> None:
+    from meetmem.store.interchange import check_id
+
+    with pytest.raises(InvalidSegment, match="meeting id"):
+        check_id("meeting id", meeting_id)
+    assert check_id("device id", "file:abc/def") == "file:abc/def"  # only meeting ids are path segments

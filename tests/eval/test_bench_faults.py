@@ -1,0 +1,30 @@
+"""The short fault campaign (`meetmem bench faults --short`): real `meetmem serve` and `meetmem ingest`
+processes killed, a cloud outage, a size-capped database filling up, a damaged edge outbox. Nothing
+acknowledged may be lost or stored twice, no batch or file half-written, every chain verified, no 500,
+nothing of the outbox discarded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def test_the_short_fault_campaign_loses_and_doubles_nothing(meetmem_cli: Callable[..., Any]) -> None:
+    r = meetmem_cli("bench", "faults", "--short", "--json", db=None, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout.splitlines()[-1])
+    totals = report["totals"]
+    assert totals["acknowledged"] > 0 and totals["stored"] >= totals["acknowledged"]
+    for name in ("acknowledged_lost", "duplicated", "partial_batches", "chains_broken", "half_written_ingests",
+                 "server_error_500", "discarded_from_outbox"):
+        assert totals[name] == 0, (name, report)
+    steps = {s["step"]: s for s in report["steps"]}
+    assert set(steps) == {"server_killed_mid_batch", "cloud_down_mid_meeting", "cli_killed_mid_ingest", "disk_full",
+                          "corrupted_outbox"}
+    assert steps["server_killed_mid_batch"]["kills"] >= 1 and steps["cli_killed_mid_ingest"]["kills"] == 2
+    assert steps["disk_full"]["statuses"].get("503", 0) >= 1  # it did fill up, and said so without a 500
+    assert steps["cloud_down_mid_meeting"]["drained"] and steps["cloud_down_mid_meeting"]["still_in_outbox"] == 0
+    corrupt = steps["corrupted_outbox"]
+    assert corrupt["exit_status"] != 0 and corrupt["error_lines"] == 1 and corrupt["kept_aside"]
+    assert "moved aside" in corrupt["error"]
