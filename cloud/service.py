@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from meetmem.store.errors import StoreError
 from meetmem.store.log import TranscriptLog
+from meetmem.store.meeting_meta import MeetingMeta
 from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, segment_id_for
 
 from .indexer import BackgroundIndexer
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from meetmem.store.records import MeetingDigest
     from meetmem.summarizers.digest import MeetingDigester
 
+    from .across import CrossHit, CrossMeetings
     from .answer import Answer, Answerer
     from .llm_answer import LLMAnswerer
 
@@ -65,6 +67,7 @@ class MeetingInfo:
     segments: int
     duration: float
     closure: Closure | None
+    meta: MeetingMeta | None = None
 
 
 class MeetingService:
@@ -171,14 +174,15 @@ class MeetingService:
 
     # -- ingest -----------------------------------------------------------------------------------------
     def ingest(
-        self, tenant: str, meeting_id: str, device_id: str, segments: Sequence[SegmentInput]
+        self, tenant: str, meeting_id: str, device_id: str, segments: Sequence[SegmentInput],
+        *, meta: MeetingMeta | None = None,
     ) -> tuple[AppendResult, list[str]]:
         """Append one device's batch, all or nothing; indexing and live captions follow in the background.
 
         Returns:
             what the append did, and the id of every segment of the batch in seq order.
         """
-        result = self.log.append(meeting_id, device_id, segments, tenant=tenant)
+        result = self.log.append(meeting_id, device_id, segments, tenant=tenant, meta=meta)
         ids = [segment_id_for(tenant, meeting_id, device_id, seq) for seq in sorted({s.seq for s in segments})]
         key = (tenant, meeting_id)
         with self._activity_lock:
@@ -186,6 +190,10 @@ class MeetingService:
         if result.added:
             self.indexer.notify(tenant, meeting_id)
             self.feed.publish(key)
+        elif meta is not None and not meta.empty and self.digester is not None and self.state == "ready":
+            # A new date changes how "by Friday" resolves: the ledger is remade.
+            self.digester.invalidate(meeting_id, tenant=tenant)
+            self.summaries.notify(tenant, meeting_id)
         return result, ids
 
     def _index(self, tenant: str, meeting_id: str) -> None:
@@ -209,7 +217,8 @@ class MeetingService:
 
     def meeting(self, tenant: str, meeting_id: str) -> MeetingInfo:
         count, duration = self.log.meeting_stats(meeting_id, tenant=tenant)
-        return MeetingInfo(meeting_id, count, duration, self.log.closure(meeting_id, tenant=tenant))
+        return MeetingInfo(meeting_id, count, duration, self.log.closure(meeting_id, tenant=tenant),
+                           self.log.meta(meeting_id, tenant=tenant))
 
     def meetings(self, tenant: str) -> list[MeetingInfo]:
         return [self.meeting(tenant, meeting_id) for _, meeting_id in self.log.meetings(tenant=tenant)]
@@ -257,6 +266,22 @@ class MeetingService:
         self.require_ready()
         question = self.voice.transcribe(audio, filename=filename, sample_rate=sample_rate, language=language)
         return question, self.answerer.ask(meeting_id, question, tenant=tenant)
+
+    def across(self) -> CrossMeetings:
+        """Search and questions over all of a tenant's meetings (the extractive answerer's routes)."""
+        from .across import CrossMeetings
+        from .answer import Answerer
+
+        answerer = self.answerer if isinstance(self.answerer, Answerer) else getattr(self.answerer, "fallback", None)
+        return CrossMeetings(self.search, answerer)
+
+    def find_all(self, tenant: str, query: str, *, k: int = 10) -> list[CrossHit]:
+        self.require_ready()
+        return self.across().find(query, tenant=tenant, k=k)
+
+    def ask_all(self, tenant: str, question: str, *, explain: bool = False) -> dict[str, Any]:
+        self.require_ready()
+        return self.across().ask(question, tenant=tenant, explain=explain)
 
     def find(self, tenant: str, meeting_id: str, query: str, *, k: int = 10,
              filters: SearchFilters | None = None) -> list[Hit]:
