@@ -21,6 +21,7 @@ from meetmem.summarizers.extractive import sentences
 
 from .overview import overview_answer
 from .prompting import hit_reason
+from .routed_answers import RoutedAnswers
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -153,9 +154,12 @@ class Answer:
     answer: str
     citations: tuple[Citation, ...]
     manifest: tuple[ManifestBlock, ...] = field(default_factory=tuple)
+    #: The question's route (`time`, `topic`, `speaker`, `why`; `verbatim` / `overview` otherwise) and why.
+    route: str | None = None
+    route_reason: str | None = None
 
     def public(self, *, explain: bool = False) -> dict[str, Any]:
-        """The CONTRACT's answer shape; the manifest only when `explain`."""
+        """The CONTRACT's answer shape; the manifest and the route only when `explain`."""
         out: dict[str, Any] = {
             "question": self.question,
             "kind": self.kind,
@@ -164,7 +168,15 @@ class Answer:
         }
         if explain:
             out["manifest"] = [b.public() for b in self.manifest]
+            out["route"] = {"name": self.route or self.kind,
+                            "reason": self.route_reason or _default_route_reason(self.kind)}
         return out
+
+
+def _default_route_reason(kind: str) -> str:
+    if kind == "overview":
+        return "an overview question (decisions, todos, the gist) naming no topic, time or speaker"
+    return "no time range, topic, speaker or why asked for: the transcript's own best sentence"
 
 
 def _answer_spans(text: str, wanted: Sequence[str]) -> list[str]:
@@ -252,6 +264,7 @@ class Answerer:
         self.digests = digests
         self.candidates = candidates
         self.weights = weights
+        self.routes = RoutedAnswers(self)
 
     def ask(
         self,
@@ -263,6 +276,10 @@ class Answerer:
     ) -> Answer:
         """Answer one question; citations are the segments the answer rests on, most relevant first."""
         question = question.strip()
+        if not (filters and (filters.start is not None or filters.end is not None or filters.speaker)):
+            routed = self.routes.answer(meeting_id, question, tenant=tenant)
+            if routed is not None:
+                return routed
         kind = question_kind(question)
         if kind == "overview" and self.digests is not None:
             answer = self._from_digest(meeting_id, tenant, question)

@@ -115,9 +115,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     _add_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
-    from .routers import ask, digests, events, health, meetings
+    from .routers import across, ask, digests, events, health, meetings
 
-    for module in (health, meetings, ask, digests, events):
+    for module in (health, meetings, ask, digests, events, across):
         app.include_router(module.router)
     return app
 

@@ -41,6 +41,27 @@ Great Fine Thanks Thank Because If As At On In For From With By To Of The A An O
 Can Could Would Should Will Shall May Might Must Is Are Was Were Be Been Please Actually Anyway Hi Hello Hey
 Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April June July August September
 October November December Euro Euros Dollar Dollars English Christmas""".split())
+#: Words that open a sentence or join clauses and are never a name, compared case-blind: a capitalised
+#: "Besides" or "For example" at the start of a sentence is talk, not a glossary term.
+_NOT_TERMS = frozenset(w.casefold() for w in _NOT_NAMES) | frozenset("""
+besides however anyway anyways actually basically meanwhile otherwise also example instance obviously
+personally honestly frankly remember look listen sorry excuse guys everyone everybody team folks first second
+third finally secondly thirdly lastly next then now well yes yeah no nope okay ok alright right sure
+for example instance like um uh mm hmm oh ah so and but or nor yet although though unless whereas while
+perhaps probably maybe definitely certainly indeed really just only even still again therefore thus hence
+furthermore moreover additionally nevertheless nonetheless instead similarly likewise overall generally
+hopefully unfortunately fortunately apparently clearly seriously literally totally absolutely exactly
+good great fine nice cool awesome perfect excellent wonderful interesting true false kind sort type part
+thing things stuff something anything nothing everything someone anyone nobody people person
+""".split())
+
+
+def _is_name_like(term: str) -> bool:
+    """A name, product or term: every word capitalised (or an acronym), and not a function word."""
+    words = term.split()
+    if not words or any(not w[0].isupper() for w in words):
+        return False
+    return not any(w.casefold().strip("'") in _NOT_TERMS for w in words)
 
 _DECISION_RES = tuple(re.compile(p, re.I) for p in (
     r"\bwe(?:'ve| have)?\s+(?:just\s+|all\s+|already\s+)?(?:decided|agreed|settled|concluded|chosen|opted)\b",
@@ -308,11 +329,13 @@ def glossary(sentence: str) -> list[tuple[Span, str]]:
     out: list[tuple[Span, str]] = []
     for pattern in _PRODUCT_RES:
         for m in pattern.finditer(sentence):
+            if not _is_name_like(m.group("term")):
+                continue
             out.append(((m.start("term"), m.end("term")), "product"))
     for pattern in _PERSON_RES:
         for m in pattern.finditer(sentence):
             name = m.group("term")
-            if name.split()[0] in _NOT_NAMES or name.split()[-1] in _NOT_NAMES:
+            if not _is_name_like(name):
                 continue
             out.append(((m.start("term"), m.end("term")), "person"))
     for m in _TERM_RE.finditer(sentence):
@@ -325,10 +348,10 @@ def glossary(sentence: str) -> list[tuple[Span, str]]:
 def addressee(sentence: str) -> Span | None:
     """The person spoken to, when named ("Priya, can you ...", "... by Friday, Priya?")."""
     m = re.match(rf"^(?:(?:okay|ok|so|right|and|um|uh)\W+)*(?P<name>{_NAME}),", sentence, re.I)
-    if m and m.group("name")[0].isupper() and m.group("name").split()[0] not in _NOT_NAMES:
+    if m and _is_name_like(m.group("name")):
         return (m.start("name"), m.end("name"))
     m = re.search(rf",\s+(?P<name>{_NAME})\s*[?.!]?\s*$", sentence)
-    if m and m.group("name").split()[0] not in _NOT_NAMES:
+    if m and _is_name_like(m.group("name")):
         return (m.start("name"), m.end("name"))
     return None
 

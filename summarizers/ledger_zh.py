@@ -75,6 +75,10 @@ _PRODUCT_RES = (
 _TERM_RE = re.compile(r"(?<![A-Za-z])(?P<term>[A-Z][A-Za-z0-9]{1,15}|[a-z]+[A-Z][A-Za-z]+)(?![A-Za-z])")
 _PERSON_RE = re.compile(rf"(?P<term>{_NAME})")
 _NOT_PERSON = frozenset({"小时", "小组", "小心", "小的", "老师", "老是", "老板", "小于", "小结", "老版", "小程"})
+_LEADING_FUNCTION_CHARS = frozenset("给跟和与让请把被对向找问叫由")
+#: English words mixed into Chinese talk that are talk, not terms ("OK", "But", "So").
+_NOT_TERMS = frozenset("""ok okay yes yeah no so and but or the a an if then also well right sure hi hello bye
+thanks sorry anyway actually basically like just maybe fine good nice cool great""".split())
 
 _CHANGE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("owner", re.compile(rf"(?:改|换)(?:由|成|给|让)(?P<new>{_PERSON}|[\u4e00-\u9fff]{{2,3}}?|我)(?:来)?"
@@ -213,13 +217,17 @@ def glossary(sentence: str) -> list[tuple[Span, str]]:
             out.append(((m.start("term"), m.end("term")), "product"))
     for m in _PERSON_RE.finditer(sentence):
         name = m.group("term")
+        start = m.start("term")
+        # "发给王总": 给 is the verb's, not the name's (a title takes a one-character surname here).
+        if len(name) == 3 and name[0] in _LEADING_FUNCTION_CHARS and re.search(r"(?:总|工|姐|哥)$", name):
+            name, start = name[1:], start + 1
         if name in _NOT_PERSON or not re.search(r"[\u4e00-\u9fff]", name):
             continue
         if not re.match(r"^[小老]", name) and not re.search(r"(?:总|经理|老师)$", name):
             continue
-        out.append(((m.start("term"), m.end("term")), "person"))
+        out.append(((start, start + len(name)), "person"))
     for m in _TERM_RE.finditer(sentence):
-        if any(a <= m.start() < b for a, b in products):
+        if any(a <= m.start() < b for a, b in products) or m.group("term").casefold() in _NOT_TERMS:
             continue
         out.append(((m.start("term"), m.end("term")), "term"))
     return out
