@@ -250,6 +250,8 @@ class Answerer:
         weights: the reranker's weights of retrieval prior, cosine, term overlap and answer-type match.
         digests: a meeting's stored digest (ledger and summaries) for overview questions; called as
             `digests(meeting_id, tenant=...)`. Without it, overview questions are answered by retrieval.
+        route_questions: send time, topic, speaker and why questions down their routes (`routed_answers`);
+            off, every question takes the verbatim or overview path (the benchmark's baseline).
     """
 
     def __init__(
@@ -259,8 +261,10 @@ class Answerer:
         candidates: int = 6,
         weights: tuple[float, float, float, float] = (0.35, 0.5, 0.4, 0.4),
         digests: Callable[..., MeetingDigest | None] | None = None,
+        route_questions: bool = True,
     ) -> None:
         self.search = search
+        self.route_questions = route_questions
         self.digests = digests
         self.candidates = candidates
         self.weights = weights
@@ -276,7 +280,8 @@ class Answerer:
     ) -> Answer:
         """Answer one question; citations are the segments the answer rests on, most relevant first."""
         question = question.strip()
-        if not (filters and (filters.start is not None or filters.end is not None or filters.speaker)):
+        if self.route_questions and not (filters and (filters.start is not None or filters.end is not None
+                                                      or filters.speaker)):
             routed = self.routes.answer(meeting_id, question, tenant=tenant)
             if routed is not None:
                 return routed

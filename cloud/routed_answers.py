@@ -39,15 +39,22 @@ _MAX_LINES = 6
 WHY_BEFORE_S = 300.0
 WHY_AFTER_S = 90.0
 _REASON_RE = re.compile(r"\b(?:because|'cause|cause|since|so that|in order to|the reason|that's why|which is why|"
-                        r"due to|otherwise|so (?:people|you|we|users?|they)|that way|means that|helps?|easier|"
-                        r"cheaper|better|more (?:\w+ )?than|prefer|research|survey|trend\w*|users? (?:want|like|"
-                        r"find)|people (?:want|like|find))\b|因为|由于|所以|为了|原因|这样", re.I)
+                        r"due to|otherwise|so (?:people|users?|they)|that way|means that|easier|safer|"
+                        r"cheaper|better than|more \w+ than|compared (?:to|with)|rather than|instead of|advantage|"
+                        r"drawback|problem|won't|can't|cannot|doesn't|wouldn't|not (?:a )?(?:good|great) idea|"
+                        r"research|survey|trends?|users? (?:want|like|find)|people (?:want|like|find))\b"
+                        r"|因为|由于|所以|为了|原因|这样", re.I)
 _COMMIT_RE = re.compile(r"\b(?:decid\w*|agree\w*|go(?:ing)? (?:for|with)|we'll|we will|we should|let's|we're gonna|"
                         r"we are going to|settle\w*|final\w*|definitely|choose|chose|stick with|not going|"
                         r"will (?:be|have|use|send|do|make|work)|gonna (?:be|have|use|do|make|work)|"
-                        r"(?:is|are) going to|owns?|responsible|take care of|in charge)\b"
+                        r"(?:is|are) going to|owns?|responsible|take care of|in charge|no need|don't need|"
+                        r"we said|we'd do|we've got|we want|it'll be|gonna have|would say)\b"
                         r"|决定|定为|就用|负责|我来|会在", re.I)
 _BACKCHANNEL_WORDS = 4
+_ASKING_RE = re.compile(r"\?\s*$|^\W*(?:(?:so|and|but|um|uh|okay)\W+)*(?:what|which|who|how|why|is|are|does|do|did|"
+                        r"can|could|should|would|shall)\b|吗[？?]?$|[？?]$", re.I)
+_TENTATIVE_RE = re.compile(r"\b(?:if (?:we|you|they)|maybe|might|perhaps|i dunno|not sure|i wonder)\b|如果|也许|可能",
+                           re.I)
 
 
 def _cite_key(segment: Segment) -> float:
@@ -220,8 +227,13 @@ class RoutedAnswers:
 
         def fallback_score(position: int, hit: Hit) -> float:
             s = hit.segment
-            return ((len(hits) - position) / len(hits) + (0.8 if _COMMIT_RE.search(s.text) else 0.0)
-                    + 0.3 * (s.start / end if end else 0.0) + min(_words(s.text), 15) / 15)
+            score = ((len(hits) - position) / len(hits) + (0.8 if _COMMIT_RE.search(s.text) else 0.0)
+                     + 0.5 * (s.start / end if end else 0.0) + min(_words(s.text), 15) / 15)
+            if all(_ASKING_RE.search(part) for part in sentences(s.text)):
+                score -= 0.8  # a question raised is not a decision taken
+            if _TENTATIVE_RE.search(s.text):
+                score -= 0.4
+            return score
 
         ranked = sorted(enumerate(hits[:20]), key=lambda pair: -fallback_score(*pair))
         chosen = [h for _, h in ranked if _words(h.segment.text) >= 5][:3] or hits[:3]
@@ -275,22 +287,26 @@ class RoutedAnswers:
             return None
         anchor = anchors[0].segment
         window = SearchFilters(start=max(0.0, anchor.start - WHY_BEFORE_S), end=anchor.end + WHY_AFTER_S)
-        near = self._hits(meeting_id, tenant, topic, k=25, filters=window)
-        best: list[tuple[float, Segment]] = []
-        top = near[0].score if near and near[0].score else 1.0
-        for hit in near:
-            s = hit.segment
+        pool = {h.segment.segment_id: h.segment for h in self._hits(meeting_id, tenant, topic, k=25, filters=window)}
+        pool.update({h.segment.segment_id: h.segment for h in self._hits(meeting_id, tenant, topic, k=15)})
+        pool[anchor.segment_id] = anchor
+        cosines: dict[str, float] = {}
+        if self.search.routes is not None:
+            vectors = self.search.encode_query(meeting_id, spelled_acronyms(topic), tenant=tenant)
+            cosines = self.search.similarities(meeting_id, vectors, list(pool), tenant=tenant)
+        terms = set(self.search.tokenizer.tokens(spelled_acronyms(topic)))
+        scored: list[tuple[float, Segment]] = []
+        for s in pool.values():
             if _words(s.text) < _BACKCHANNEL_WORDS:
                 continue
-            score = hit.score / top
-            if _REASON_RE.search(s.text):
-                score += 0.6
-            if label and s.speaker == label:
-                score += 0.3
-            best.append((score, s))
-        best.sort(key=lambda pair: -pair[0])
-        reasons_found = [s for score, s in best[:3] if _REASON_RE.search(s.text)]
-        cited = reasons_found + [anchor] + [s for _, s in best[:3]]
+            lexical = len(terms & set(self.search.tokenizer.tokens(s.text))) / (len(terms) or 1)
+            near = window.start <= s.start <= window.end  # type: ignore[operator]
+            score = cosines.get(s.segment_id, 0.0) + 0.5 * lexical + (0.35 if _REASON_RE.search(s.text) else 0.0)
+            score += (0.1 if label and s.speaker == label else 0.0) - (0.0 if near else 0.25)
+            scored.append((score, s))
+        scored.sort(key=lambda pair: -pair[0])
+        reasons_found = [s for _, s in scored if _REASON_RE.search(s.text)][:3]
+        cited = reasons_found + [anchor] + [s for _, s in scored[:3]]
         cited = list({s.segment_id: s for s in cited}.values())[:5]
         who = f" ({label})" if label else ""
         if reasons_found:

@@ -91,24 +91,31 @@ def run(data_dir: Path, questions_path: Path, *, embedder: str = "minilm",
                 ctx.search.meeting_index(meeting_id, tenant=series)
                 ctx.digester.update(meeting_id, tenant=series)
         ingest_s = time.perf_counter() - t_ingest
+        from meetmem.cloud.answer import Answerer
+
+        baseline = Answerer(ctx.search, digests=ctx.digester.digest, route_questions=False)
         t_ask = time.perf_counter()
         for q in questions:
             series = _series(q["meeting"])
             answer = ctx.answerer.ask(q["meeting"], q["question"], tenant=series).public(explain=True)
+            before = baseline.ask(q["meeting"], q["question"], tenant=series).public()
             first = answer["citations"][0] if answer["citations"] else None
             results.append({
                 "meeting": q["meeting"], "kind": q["kind"], "question": q["question"],
                 "route": answer["route"]["name"], "hit": first_citation_in_span(answer, q["spans"]),
+                "hit_without_routes": first_citation_in_span(before, q["spans"]),
                 "first_citation": None if first is None else [round(first["start"], 1), round(first["end"], 1),
                                                               first["speaker"], first["text"][:100]],
                 "spans": q["spans"],
             })
-        ask_s = time.perf_counter() - t_ask
+        ask_s = (time.perf_counter() - t_ask) / 2  # each question is asked twice: with and without routes
         ctx.close()
     by_kind: dict[str, list[bool]] = defaultdict(list)
+    without: dict[str, list[bool]] = defaultdict(list)
     routed: dict[str, list[bool]] = defaultdict(list)
     for r in results:
         by_kind[r["kind"]].append(r["hit"])
+        without[r["kind"]].append(r["hit_without_routes"])
         routed[r["kind"]].append(r["route"] == r["kind"])
     share = {k: round(sum(v) / len(v), 3) for k, v in sorted(by_kind.items())}
     return {
@@ -118,6 +125,11 @@ def run(data_dir: Path, questions_path: Path, *, embedder: str = "minilm",
         "criterion": "the answer's first citation overlaps one of the question's expected spans",
         "first_citation_in_span": round(sum(r["hit"] for r in results) / len(results), 3) if results else None,
         "by_kind": share,
+        "without_routes": {
+            "first_citation_in_span": round(sum(r["hit_without_routes"] for r in results) / len(results), 3)
+            if results else None,
+            "by_kind": {k: round(sum(v) / len(v), 3) for k, v in sorted(without.items())},
+        },
         "routed_as_written": {k: round(sum(v) / len(v), 3) for k, v in sorted(routed.items())},
         "embedder": embedder,
         "ingest_s": round(ingest_s, 1),
