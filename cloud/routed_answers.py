@@ -285,7 +285,8 @@ class RoutedAnswers:
         anchors = anchors or self._hits(meeting_id, tenant, topic, k=5)
         if not anchors:
             return None
-        anchor = anchors[0].segment
+        # The anchor is a statement about the topic, not a word of it said alone ("L_C_D_.").
+        anchor = next((h.segment for h in anchors if _words(h.segment.text) >= 5), anchors[0].segment)
         window = SearchFilters(start=max(0.0, anchor.start - WHY_BEFORE_S), end=anchor.end + WHY_AFTER_S)
         pool = {h.segment.segment_id: h.segment for h in self._hits(meeting_id, tenant, topic, k=25, filters=window)}
         pool.update({h.segment.segment_id: h.segment for h in self._hits(meeting_id, tenant, topic, k=15)})
