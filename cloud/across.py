@@ -177,9 +177,10 @@ class CrossMeetings:
                "citations": citations[:10]}
         if explain:
             public = answer.public(explain=True)
+            there = public.get("route")
             reason = (f"searched {len(ids)} meetings" + (f" ({narrowed})" if narrowed else "")
-                      + f"; the best match is in {best} at {format_time(hits[0].hit.segment.start)}; "
-                      f"there: {public['route']['name']} ({public['route']['reason']})")
+                      + f"; the best match is in {best} at {format_time(hits[0].hit.segment.start)}"
+                      + (f"; there: {there['name']} ({there['reason']})" if there else ""))
             out["manifest"] = public["manifest"]
             out["route"] = {"name": "across", "reason": reason}
         return out

@@ -168,8 +168,8 @@ class Answer:
         }
         if explain:
             out["manifest"] = [b.public() for b in self.manifest]
-            out["route"] = {"name": self.route or self.kind,
-                            "reason": self.route_reason or _default_route_reason(self.kind)}
+            if self.route is not None:
+                out["route"] = {"name": self.route, "reason": self.route_reason or _default_route_reason(self.kind)}
         return out
 
 
@@ -279,6 +279,12 @@ class Answerer:
         filters: SearchFilters | None = None,
     ) -> Answer:
         """Answer one question; citations are the segments the answer rests on, most relevant first."""
+        answer = self._ask(meeting_id, question, tenant=tenant, filters=filters)
+        if answer.route is None:
+            answer = replace(answer, route=answer.kind, route_reason=_default_route_reason(answer.kind))
+        return answer
+
+    def _ask(self, meeting_id: str, question: str, *, tenant: str, filters: SearchFilters | None) -> Answer:
         question = question.strip()
         if self.route_questions and not (filters and (filters.start is not None or filters.end is not None
                                                       or filters.speaker)):

@@ -183,6 +183,10 @@ class RoutedAnswers:
 
     # -- topic ------------------------------------------------------------------------------------------
     def _topic(self, meeting_id: str, tenant: str, question: str, request: RouteRequest) -> Answer | None:
+        from .overview import _asked_owner
+
+        if "todo" in request.focus and _asked_owner(question) is not None:
+            return None  # "what does Dana owe?" is about a person: the overview path filters by owner
         digest = self._digest(meeting_id, tenant)
         hits = self._hits(meeting_id, tenant, request.topic, k=30)
         rank = {h.segment.segment_id: (len(hits) - i) / len(hits) for i, h in enumerate(hits)}
@@ -196,7 +200,7 @@ class RoutedAnswers:
                 lexical = len(terms & item_terms) / (len(terms) or 1)
                 retrieval = max((rank.get(sid, 0.0) for sid in item.source.segment_ids), default=0.0)
                 score = lexical + 0.6 * retrieval
-                if lexical > 0 or retrieval >= 0.5:
+                if lexical > 0 or retrieval >= 0.8:
                     scored.append((score, item))
         scored.sort(key=lambda pair: -pair[0])
         titles = {"decision": "Decisions", "todo": "To do", "open_question": "Open questions"}
@@ -261,7 +265,9 @@ class RoutedAnswers:
         if request.topic:
             hits = [h for h in self._hits(meeting_id, tenant, request.topic, k=10, filters=own)
                     if _words(h.segment.text) >= 3] or self._hits(meeting_id, tenant, request.topic, k=5, filters=own)
-            chosen = [h.segment for h in hits[:3]]
+            # After the best turn, only turns that share a word with the topic: a speaker's nearest
+            # neighbours by meaning alone are often unrelated ("The project documents.").
+            chosen = [h.segment for i, h in enumerate(hits[:5]) if i == 0 or h.bm25_rank is not None][:3]
         else:
             theirs = [s for s in self.log.segments(meeting_id, tenant=tenant) if s.speaker == label]
             chosen = [s for s, _ in _informative(theirs, 4)]

@@ -102,7 +102,8 @@ def run(data_dir: Path, questions_path: Path, *, embedder: str = "minilm",
             first = answer["citations"][0] if answer["citations"] else None
             results.append({
                 "meeting": q["meeting"], "kind": q["kind"], "question": q["question"],
-                "route": answer["route"]["name"], "hit": first_citation_in_span(answer, q["spans"]),
+                "route": answer.get("route", {}).get("name", answer["kind"]),
+                "hit": first_citation_in_span(answer, q["spans"]),
                 "hit_without_routes": first_citation_in_span(before, q["spans"]),
                 "first_citation": None if first is None else [round(first["start"], 1), round(first["end"], 1),
                                                               first["speaker"], first["text"][:100]],

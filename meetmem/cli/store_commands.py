@@ -163,8 +163,9 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
                 who = f"{c.speaker}: " if c.speaker else ""
                 print(f"   [{format_time(c.start)}-{format_time(c.end)}] {who}{c.text}")
             if args.explain:
-                route = answer.public(explain=True)["route"]
-                print(f"   route: {route['name']} ({route['reason']})")
+                route = answer.public(explain=True).get("route")
+                if route:
+                    print(f"   route: {route['name']} ({route['reason']})")
                 for block in answer.manifest:
                     print(f"   · {block.block}: {block.tokens} tokens ({block.reason})")
         progress(done, len(questions))
