@@ -147,7 +147,10 @@ class MeetingService:
             routes = self.search.routes
             if routes is not None:
                 for model in routes.by_name().values():
-                    model.encode_query("warm-up")
+                    # Passages, not a query: a query alone may take a torch-free runtime
+                    # (store/index/minilm_numpy.py), and the service must not load the passage model later,
+                    # on a request's path.
+                    model.encode(["warm-up"])
             if self.options.warm_indexes:
                 for tenant, meeting_id in self.log.meetings():
                     if self._stop.is_set():
