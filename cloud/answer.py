@@ -277,18 +277,23 @@ class Answerer:
         *,
         tenant: str = DEFAULT_TENANT,
         filters: SearchFilters | None = None,
+        device_id: str | None = None,
     ) -> Answer:
-        """Answer one question; citations are the segments the answer rests on, most relevant first."""
-        answer = self._ask(meeting_id, question, tenant=tenant, filters=filters)
+        """Answer one question; citations are the segments the answer rests on, most relevant first.
+
+        `device_id` names the asking device: "since I joined" starts at its first segment.
+        """
+        answer = self._ask(meeting_id, question, tenant=tenant, filters=filters, device_id=device_id)
         if answer.route is None:
             answer = replace(answer, route=answer.kind, route_reason=_default_route_reason(answer.kind))
         return answer
 
-    def _ask(self, meeting_id: str, question: str, *, tenant: str, filters: SearchFilters | None) -> Answer:
+    def _ask(self, meeting_id: str, question: str, *, tenant: str, filters: SearchFilters | None,
+             device_id: str | None = None) -> Answer:
         question = question.strip()
         if self.route_questions and not (filters and (filters.start is not None or filters.end is not None
                                                       or filters.speaker)):
-            routed = self.routes.answer(meeting_id, question, tenant=tenant)
+            routed = self.routes.answer(meeting_id, question, tenant=tenant, device_id=device_id)
             if routed is not None:
                 return routed
         kind = question_kind(question)

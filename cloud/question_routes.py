@@ -318,8 +318,9 @@ def classify(question: str, clock: MeetingClock) -> RouteRequest | None:
         return RouteRequest("time", f"a time question: {how}", start=start, end=end,
                             topic=topic_of(q, drop=_TIME_WORDS))
     if _SINCE_RE.search(q):
-        return RouteRequest("time", "a time question (\"since I joined\"), but the join time is unknown: "
-                            "the whole meeting is in range; say when, e.g. \"since I joined at 10:20\"",
+        return RouteRequest("time", "a time question (\"since I joined\"), but the join time is unknown (no "
+                            "asking device given): the whole meeting is in range; say when, e.g. \"since I "
+                            "joined at 10:20\"",
                             start=0.0, end=clock.end, topic=topic_of(q, drop=_TIME_WORDS))
     if _WHY_RE.search(q):
         who = speaker_mention(q) or _why_subject(q)

@@ -70,9 +70,9 @@ class RoutedAnswers:
         self.log = answerer.search.log
 
     # -- entry ------------------------------------------------------------------------------------------
-    def answer(self, meeting_id: str, question: str, *, tenant: str) -> Answer | None:
+    def answer(self, meeting_id: str, question: str, *, tenant: str, device_id: str | None = None) -> Answer | None:
         """The routed answer, or None when the question is verbatim (or its route finds nothing)."""
-        clock = self.clock(meeting_id, tenant=tenant)
+        clock = self.clock(meeting_id, tenant=tenant, device_id=device_id)
         request = classify(question, clock)
         if request is None:
             return None
@@ -82,11 +82,18 @@ class RoutedAnswers:
             log.debug("route %s found nothing for %r", request.route, question)
         return made
 
-    def clock(self, meeting_id: str, *, tenant: str) -> MeetingClock:
+    def clock(self, meeting_id: str, *, tenant: str, device_id: str | None = None) -> MeetingClock:
+        """The meeting's clock: its end so far, its wall-clock start, and where the asking device joined."""
         from meetmem.summarizers.digest import meeting_wall_start
 
         _, end = self.log.meeting_stats(meeting_id, tenant=tenant)
-        return MeetingClock(end=end, started_at=meeting_wall_start(self.log, meeting_id, tenant=tenant))
+        joined = None
+        if device_id:
+            rows = self.log.read("SELECT MIN(start) FROM segments WHERE tenant = ? AND meeting_id = ? "
+                                 "AND device_id = ?", (tenant, meeting_id, device_id))
+            joined = float(rows[0][0]) if rows and rows[0][0] is not None else None
+        return MeetingClock(end=end, started_at=meeting_wall_start(self.log, meeting_id, tenant=tenant),
+                            joined_at=joined)
 
     def directory(self, meeting_id: str, *, tenant: str) -> SpeakerDirectory:
         segments = self.log.segments(meeting_id, tenant=tenant)

@@ -116,6 +116,10 @@ class CrossHitOut(HitOut):
 class AskRequest(_Strict):
     question: NonBlank = Field(max_length=2_000)
     explain: bool = Field(default=False, description="also return the manifest of the context used")
+    device_id: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$",
+        description="the asking device: \"what was said since I joined?\" starts at its first segment",
+    )
     session_id: str | None = Field(
         default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$",
         description="questions with the same session id are one conversation: with a language model "

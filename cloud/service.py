@@ -250,7 +250,8 @@ class MeetingService:
         return self.digester.stored(meeting_id, tenant=tenant) if self.digester is not None else None
 
     # -- questions --------------------------------------------------------------------------------------
-    def ask(self, tenant: str, meeting_id: str, question: str, *, session_id: str | None = None) -> Answer:
+    def ask(self, tenant: str, meeting_id: str, question: str, *, session_id: str | None = None,
+            device_id: str | None = None) -> Answer:
         """Answer a question; questions with the same `session_id` (per tenant and meeting) are one
         conversation, each prompt showing the earlier rounds (only a language model uses them)."""
         self.log.require_meeting(meeting_id, tenant=tenant)
@@ -260,7 +261,7 @@ class MeetingService:
         if isinstance(self.answerer, LLMAnswerer):
             session = self.sessions.get(tenant, meeting_id, session_id) if session_id else None
             return self.answerer.ask(meeting_id, question, tenant=tenant, session=session)
-        return self.answerer.ask(meeting_id, question, tenant=tenant)
+        return self.answerer.ask(meeting_id, question, tenant=tenant, device_id=device_id)
 
     def ask_voice(self, tenant: str, meeting_id: str, audio: bytes, *, filename: str,
                   sample_rate: int | None = None, language: str | None = None) -> tuple[str, Answer]:

@@ -154,7 +154,7 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
         if session is not None:
             answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, session=session)
         else:
-            answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant)
+            answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, device_id=args.device)
         if args.json:
             emit_json(answer.public(explain=args.explain))
         else:
@@ -239,6 +239,8 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="ask across all the tenant's meetings: meetmem ask --all QUESTION (citations name meeting_id)")
     p.add_argument("--questions", metavar="FILE.jsonl", default=None, help='one {"question": ...} per line')
     p.add_argument("--explain", action="store_true", help="add the manifest of the context the answer used")
+    p.add_argument("--device", default=None, metavar="DEVICE_ID",
+                   help='the asking device: "what was said since I joined?" starts at its first segment')
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("verify", parents=[common], help="recompute a meeting's hash chain",

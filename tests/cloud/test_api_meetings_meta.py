@@ -83,3 +83,22 @@ def test_search_and_ask_across_meetings(loaded: tuple[Api, dict[str, str]]) -> N
     assert api.client.get("/v1/search", params={"q": "pricing"}, headers=other).json() == []
     assert api.client.get("/v1/search", params={"q": ""}, headers=headers).status_code == 422
     assert api.client.get("/v1/search", params={"q": "x"}).status_code == 401
+
+
+def test_since_i_joined_starts_at_the_asking_devices_first_segment(make_api: Any) -> None:
+    api = make_api(embedders=None)
+    headers = api.headers(api.token("acme"))
+    early = [{"seq": i, "start": 60.0 * i, "end": 60.0 * i + 5, "speaker": "Ana",
+              "text": f"early point number {i} about the budget and the venue"} for i in range(5)]
+    late = [{"seq": 0, "start": 400.0, "end": 405.0, "speaker": "Bo", "text": "sorry I'm late, go on"},
+            {"seq": 1, "start": 420.0, "end": 428.0, "speaker": "Bo", "text": "we agreed the venue is Bilbao"}]
+    for device, rows in (("room-mic", early), ("bo-glasses", late)):
+        r = api.client.post("/v1/meetings/m/segments", headers=headers, json={"device_id": device, "segments": rows})
+        assert r.status_code == 200, r.text
+    ask = {"question": "what was said since I joined?", "explain": True, "device_id": "bo-glasses"}
+    answer = api.client.post("/v1/meetings/m/ask", headers=headers, json=ask).json()
+    assert answer["route"]["name"] == "time" and "asking device" in answer["route"]["reason"]
+    assert answer["citations"] and all(c["start"] >= 400.0 for c in answer["citations"])
+    unknown = api.client.post("/v1/meetings/m/ask", headers=headers,
+                              json={"question": "what was said since I joined?", "explain": True}).json()
+    assert "join time is unknown" in unknown["route"]["reason"]
