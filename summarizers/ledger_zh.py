@@ -16,7 +16,8 @@ lang = "zh"
 #: A person as usually named in meetings: 小王 / 老李 / 王总 / 张经理 / a two- or three-character name
 #: before a role verb. Bare pronouns are handled separately.
 _NAME = r"(?:[小老][\u4e00-\u9fff]|[\u4e00-\u9fff]{1,2}(?:总|经理|老师|工|姐|哥)|[A-Z][a-z]+)"
-_PERSON = rf"(?:{_NAME}|[\u4e00-\u9fff]{{2,3}}(?=负责|来负责|牵头|跟进))"
+# A weekday's digit is not a surname: "每周四小李负责" is 小李's, not 四小李's.
+_PERSON = rf"(?:{_NAME}|(?<![周期拜])[\u4e00-\u9fff]{{2,3}}(?=负责|来负责|牵头|跟进))"
 
 _DECISION_RES = tuple(re.compile(p) for p in (
     r"(?:我们|大家|会上|最后|最终)?(?:一致)?(?:决定|确定|同意|商定|敲定)(?:了)?(?:用|采用|选|做|把|就|先|：|:|，|,|下来)",

@@ -32,6 +32,7 @@ def _items(text: str, kind: str, speaker: str = "Ana") -> list[LedgerItem]:
     ("In the meantime, the Industrial Designer over here is gonna work on the look and feel design,",
      "the Industrial Designer", "work on the look and feel design", None, None),
     ("小李负责供应商对接，每周一发周报。", "小李", "供应商对接，每周一发周报", "每周一", None),
+    ("每周四小李负责发周报。", "小李", "发周报", "每周四", None),
 ])
 def test_ownership_and_recurring_duties_are_todos(text: str, owner: str, task: str, due: str | None,
                                                   due_date: str | None) -> None:
