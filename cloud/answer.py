@@ -21,6 +21,7 @@ from meetmem.summarizers.extractive import sentences
 
 from .overview import overview_answer
 from .prompting import hit_reason
+from .routed_answers import RoutedAnswers
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -153,9 +154,12 @@ class Answer:
     answer: str
     citations: tuple[Citation, ...]
     manifest: tuple[ManifestBlock, ...] = field(default_factory=tuple)
+    #: The question's route (`time`, `topic`, `speaker`, `why`; `verbatim` / `overview` otherwise) and why.
+    route: str | None = None
+    route_reason: str | None = None
 
     def public(self, *, explain: bool = False) -> dict[str, Any]:
-        """The CONTRACT's answer shape; the manifest only when `explain`."""
+        """The CONTRACT's answer shape; the manifest and the route only when `explain`."""
         out: dict[str, Any] = {
             "question": self.question,
             "kind": self.kind,
@@ -164,7 +168,15 @@ class Answer:
         }
         if explain:
             out["manifest"] = [b.public() for b in self.manifest]
+            if self.route is not None:
+                out["route"] = {"name": self.route, "reason": self.route_reason or _default_route_reason(self.kind)}
         return out
+
+
+def _default_route_reason(kind: str) -> str:
+    if kind == "overview":
+        return "an overview question (decisions, todos, the gist) naming no topic, time or speaker"
+    return "no time range, topic, speaker or why asked for: the transcript's own best sentence"
 
 
 def _answer_spans(text: str, wanted: Sequence[str]) -> list[str]:
@@ -238,6 +250,8 @@ class Answerer:
         weights: the reranker's weights of retrieval prior, cosine, term overlap and answer-type match.
         digests: a meeting's stored digest (ledger and summaries) for overview questions; called as
             `digests(meeting_id, tenant=...)`. Without it, overview questions are answered by retrieval.
+        route_questions: send time, topic, speaker and why questions down their routes (`routed_answers`);
+            off, every question takes the verbatim or overview path (the benchmark's baseline).
     """
 
     def __init__(
@@ -247,11 +261,14 @@ class Answerer:
         candidates: int = 6,
         weights: tuple[float, float, float, float] = (0.35, 0.5, 0.4, 0.4),
         digests: Callable[..., MeetingDigest | None] | None = None,
+        route_questions: bool = True,
     ) -> None:
         self.search = search
+        self.route_questions = route_questions
         self.digests = digests
         self.candidates = candidates
         self.weights = weights
+        self.routes = RoutedAnswers(self)
 
     def ask(
         self,
@@ -260,9 +277,25 @@ class Answerer:
         *,
         tenant: str = DEFAULT_TENANT,
         filters: SearchFilters | None = None,
+        device_id: str | None = None,
     ) -> Answer:
-        """Answer one question; citations are the segments the answer rests on, most relevant first."""
+        """Answer one question; citations are the segments the answer rests on, most relevant first.
+
+        `device_id` names the asking device: "since I joined" starts at its first segment.
+        """
+        answer = self._ask(meeting_id, question, tenant=tenant, filters=filters, device_id=device_id)
+        if answer.route is None:
+            answer = replace(answer, route=answer.kind, route_reason=_default_route_reason(answer.kind))
+        return answer
+
+    def _ask(self, meeting_id: str, question: str, *, tenant: str, filters: SearchFilters | None,
+             device_id: str | None = None) -> Answer:
         question = question.strip()
+        if self.route_questions and not (filters and (filters.start is not None or filters.end is not None
+                                                      or filters.speaker)):
+            routed = self.routes.answer(meeting_id, question, tenant=tenant, device_id=device_id)
+            if routed is not None:
+                return routed
         kind = question_kind(question)
         if kind == "overview" and self.digests is not None:
             answer = self._from_digest(meeting_id, tenant, question)

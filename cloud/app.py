@@ -129,9 +129,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         body_timeout=settings.body_timeout, per_client=settings.per_client_requests, rate=settings.rate_limit,
         burst=settings.rate_burst))
 
-    from .routers import ask, audio, digests, events, export, health, meetings, web
+    from .routers import across, ask, audio, digests, events, export, health, meetings, web
 
-    for module in (health, meetings, ask, digests, events, export, audio, web):
+    for module in (health, meetings, ask, digests, events, across, export, audio, web):
         app.include_router(module.router)
     return app
 

@@ -70,6 +70,13 @@ class IngestRequest(_Strict):
     device_id: NonBlank = Field(max_length=200, description="the posting device; `(device_id, seq)` is unique")
     segments: list[SegmentIn] = Field(min_length=1, description="all stored or none; at least one (an empty "
                                       "batch would store nothing and make no meeting)")
+    title: NonBlank | None = Field(default=None, max_length=300, description="the meeting's title")
+    started_at: NonBlank | None = Field(
+        default=None, max_length=64, examples=["2027-03-01T10:00:00+01:00"],
+        description="when the meeting started: ISO 8601 date-time with a UTC offset; relative dates said in "
+        "the meeting (\"by Friday\", \"下周五\") resolve against its day",
+    )
+    participants: list[NonBlank] | None = Field(default=None, max_length=200, description="who took part, by name")
 
 
 class ReceiptOut(BaseModel):
@@ -116,9 +123,17 @@ class HitOut(BaseModel):
     score: float
 
 
+class CrossHitOut(HitOut):
+    meeting_id: str = Field(description="the meeting the segment belongs to")
+
+
 class AskRequest(_Strict):
     question: NonBlank = Field(max_length=2_000)
     explain: bool = Field(default=False, description="also return the manifest of the context used")
+    device_id: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$",
+        description="the asking device: \"what was said since I joined?\" starts at its first segment",
+    )
     session_id: str | None = Field(
         default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$",
         description="questions with the same session id are one conversation: with a language model "
@@ -140,12 +155,18 @@ class ManifestBlockOut(BaseModel):
     reason: str
 
 
+class RouteOut(BaseModel):
+    name: str = Field(description="time, topic, speaker, why, or verbatim / overview")
+    reason: str = Field(description="why this route was taken")
+
+
 class AnswerOut(BaseModel):
     question: str
     kind: Literal["verbatim", "overview"]
     answer: str
     citations: list[CitationOut]
     manifest: list[ManifestBlockOut] | None = Field(default=None, description="only with `explain`")
+    route: RouteOut | None = Field(default=None, description="only with `explain`: how the question was routed")
 
 
 class VoiceAnswerOut(AnswerOut):
@@ -224,6 +245,10 @@ class ClosureOut(BaseModel):
 
 class MeetingOut(BaseModel):
     meeting_id: str
+    title: str | None = Field(default=None, description="as given on ingest; null when not given")
+    started_at: str | None = Field(default=None, description="ISO 8601 with offset; null when not given")
+    participants: list[str] = Field(default_factory=list, description="names, as given on ingest")
+    status: Literal["live", "closed"] = Field(default="live", description="`closed` once the meeting ended")
     segments: int
     duration: float = Field(description="seconds from the meeting's start to the end of its last segment")
     closed: bool
@@ -238,3 +263,17 @@ class HealthOut(BaseModel):
 class ErrorOut(BaseModel):
     detail: str = Field(description="what was wrong, in words a person can act on")
     errors: list[dict[str, Any]] | None = Field(default=None, description="per-field problems (422 only)")
+
+
+class CrossCitationOut(CitationOut):
+    meeting_id: str = Field(description="the meeting the segment belongs to")
+
+
+class CrossAnswerOut(BaseModel):
+    question: str
+    kind: Literal["verbatim", "overview"]
+    meeting_id: str | None = Field(description="the meeting the answer comes from (null: nothing matched)")
+    answer: str
+    citations: list[CrossCitationOut]
+    manifest: list[ManifestBlockOut] | None = Field(default=None, description="only with `explain`")
+    route: RouteOut | None = Field(default=None, description="only with `explain`")

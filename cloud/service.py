@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from meetmem.store.errors import MeetingNotFound, StoreError
 from meetmem.store.log import TranscriptLog
+from meetmem.store.meeting_meta import MeetingMeta
 from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, segment_id_for
 
 from .indexer import BackgroundIndexer
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from meetmem.store.records import MeetingDigest
     from meetmem.summarizers.digest import MeetingDigester
 
+    from .across import CrossHit, CrossMeetings
     from .answer import Answer, Answerer
     from .llm_answer import LLMAnswerer
 
@@ -65,6 +67,7 @@ class MeetingInfo:
     segments: int
     duration: float
     closure: Closure | None
+    meta: MeetingMeta | None = None
 
 
 class MeetingService:
@@ -145,7 +148,10 @@ class MeetingService:
             routes = self.search.routes
             if routes is not None:
                 for model in routes.by_name().values():
-                    model.encode_query("warm-up")
+                    # Passages, not a query: a query alone may take a torch-free runtime
+                    # (store/index/minilm_numpy.py), and the service must not load the passage model later,
+                    # on a request's path.
+                    model.encode(["warm-up"])
             if self.options.warm_indexes:
                 for tenant, meeting_id in self.log.meetings():
                     if self._stop.is_set():
@@ -172,14 +178,15 @@ class MeetingService:
 
     # -- ingest -----------------------------------------------------------------------------------------
     def ingest(
-        self, tenant: str, meeting_id: str, device_id: str, segments: Sequence[SegmentInput]
+        self, tenant: str, meeting_id: str, device_id: str, segments: Sequence[SegmentInput],
+        *, meta: MeetingMeta | None = None,
     ) -> tuple[AppendResult, list[str]]:
         """Append one device's batch, all or nothing; indexing and live captions follow in the background.
 
         Returns:
             what the append did, and the id of every segment of the batch in seq order.
         """
-        result = self.log.append(meeting_id, device_id, segments, tenant=tenant)
+        result = self.log.append(meeting_id, device_id, segments, tenant=tenant, meta=meta)
         ids = [segment_id_for(tenant, meeting_id, device_id, seq) for seq in sorted({s.seq for s in segments})]
         key = (tenant, meeting_id)
         if not segments:
@@ -189,6 +196,10 @@ class MeetingService:
         if result.added:
             self.indexer.notify(tenant, meeting_id)
             self.feed.publish(key)
+        elif meta is not None and not meta.empty and self.digester is not None and self.state == "ready":
+            # A new date changes how "by Friday" resolves: the ledger is remade.
+            self.digester.invalidate(meeting_id, tenant=tenant)
+            self.summaries.notify(tenant, meeting_id)
         return result, ids
 
     def _index(self, tenant: str, meeting_id: str) -> None:
@@ -212,7 +223,8 @@ class MeetingService:
 
     def meeting(self, tenant: str, meeting_id: str) -> MeetingInfo:
         count, duration = self.log.meeting_stats(meeting_id, tenant=tenant)
-        return MeetingInfo(meeting_id, count, duration, self.log.closure(meeting_id, tenant=tenant))
+        return MeetingInfo(meeting_id, count, duration, self.log.closure(meeting_id, tenant=tenant),
+                           self.log.meta(meeting_id, tenant=tenant))
 
     def meetings(self, tenant: str) -> list[MeetingInfo]:
         return [self.meeting(tenant, meeting_id) for _, meeting_id in self.log.meetings(tenant=tenant)]
@@ -241,7 +253,8 @@ class MeetingService:
         return self.digester.stored(meeting_id, tenant=tenant) if self.digester is not None else None
 
     # -- questions --------------------------------------------------------------------------------------
-    def ask(self, tenant: str, meeting_id: str, question: str, *, session_id: str | None = None) -> Answer:
+    def ask(self, tenant: str, meeting_id: str, question: str, *, session_id: str | None = None,
+            device_id: str | None = None) -> Answer:
         """Answer a question; questions with the same `session_id` (per tenant and meeting) are one
         conversation, each prompt showing the earlier rounds (only a language model uses them)."""
         self.log.require_meeting(meeting_id, tenant=tenant)
@@ -251,7 +264,7 @@ class MeetingService:
         if isinstance(self.answerer, LLMAnswerer):
             session = self.sessions.get(tenant, meeting_id, session_id) if session_id else None
             return self.answerer.ask(meeting_id, question, tenant=tenant, session=session)
-        return self.answerer.ask(meeting_id, question, tenant=tenant)
+        return self.answerer.ask(meeting_id, question, tenant=tenant, device_id=device_id)
 
     def ask_voice(self, tenant: str, meeting_id: str, audio: bytes, *, filename: str,
                   sample_rate: int | None = None, language: str | None = None) -> tuple[str, Answer]:
@@ -260,6 +273,22 @@ class MeetingService:
         self.require_ready()
         question = self.voice.transcribe(audio, filename=filename, sample_rate=sample_rate, language=language)
         return question, self.answerer.ask(meeting_id, question, tenant=tenant)
+
+    def across(self) -> CrossMeetings:
+        """Search and questions over all of a tenant's meetings (the extractive answerer's routes)."""
+        from .across import CrossMeetings
+        from .answer import Answerer
+
+        answerer = self.answerer if isinstance(self.answerer, Answerer) else getattr(self.answerer, "fallback", None)
+        return CrossMeetings(self.search, answerer)
+
+    def find_all(self, tenant: str, query: str, *, k: int = 10) -> list[CrossHit]:
+        self.require_ready()
+        return self.across().find(query, tenant=tenant, k=k)
+
+    def ask_all(self, tenant: str, question: str, *, explain: bool = False) -> dict[str, Any]:
+        self.require_ready()
+        return self.across().ask(question, tenant=tenant, explain=explain)
 
     def find(self, tenant: str, meeting_id: str, query: str, *, k: int = 10,
              filters: SearchFilters | None = None) -> list[Hit]:

@@ -22,6 +22,7 @@ import sqlite_utils
 
 from .errors import ImmutableLog, InvalidSegment, MeetingNotFound, SequenceError, StoreError
 from .interchange import check_id, check_segment_input
+from .meeting_meta import MeetingMeta, meta_from_row, write_meta
 from .receipts import Receipt, ReceiptError, ReceiptKey
 from .records import (
     CHAINED_FIELDS,
@@ -172,8 +173,12 @@ class TranscriptLog:
         segments: Sequence[SegmentInput],
         *,
         tenant: str = DEFAULT_TENANT,
+        meta: MeetingMeta | None = None,
     ) -> AppendResult:
         """Append a batch of one device's segments to a meeting, all or nothing.
+
+        `meta` (title, start, participants) is stored on the meeting in the same transaction: a refused
+        batch leaves no metadata behind.
 
         A segment whose `(device_id, seq)` is already stored with the same content is a replay and adds
         nothing; the same `seq` with different content is refused. A device's new `seq` values must be
@@ -190,6 +195,9 @@ class TranscriptLog:
         check_id("device id", device_id)
         check_id("tenant", tenant)
         if not segments:
+            if meta is not None and not meta.empty and self.has_meeting(meeting_id, tenant=tenant):
+                with self.transaction():
+                    write_meta(self._conn, tenant, meeting_id, meta)
             return AppendResult()
         for item in segments:
             check_segment_input(item)
@@ -199,7 +207,10 @@ class TranscriptLog:
                 raise SequenceError(f"seq {after.seq} appears twice in the batch with different content")
         try:
             with self.transaction():
-                return self._append_locked(tenant, meeting_id, device_id, ordered)
+                result = self._append_locked(tenant, meeting_id, device_id, ordered)
+                if meta is not None:
+                    write_meta(self._conn, tenant, meeting_id, meta)
+                return result
         except sqlite3.IntegrityError as exc:
             if "append-only" in str(exc):
                 raise ImmutableLog(str(exc)) from exc
@@ -338,6 +349,18 @@ class TranscriptLog:
                 "SELECT tenant, meeting_id FROM meetings WHERE tenant = ? ORDER BY created_at, rowid", (tenant,)
             )
         return [(r[0], r[1]) for r in rows]
+
+    def meta(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingMeta:
+        """The meeting's title, start and participants, as far as they were given.
+
+        Raises:
+            MeetingNotFound: the tenant has no such meeting.
+        """
+        rows = self.read("SELECT title, started_at, participants FROM meetings WHERE tenant = ? AND meeting_id = ?",
+                         (tenant, meeting_id))
+        if not rows:
+            raise MeetingNotFound(tenant, meeting_id)
+        return meta_from_row(*rows[0])
 
     def segments(
         self,

@@ -100,5 +100,18 @@ def create_schema(db: sqlite_utils.Database) -> None:
             "SELECT s.tenant, s.meeting_id, s.chain_pos, s.hash FROM segments s WHERE s.chain_pos = "
             "(SELECT MAX(t.chain_pos) FROM segments t WHERE t.tenant = s.tenant AND t.meeting_id = s.meeting_id)"
         )
+    _migrate_meeting_metadata(db)
     for statement in SCHEMA_TRIGGERS:
         db.execute(statement)
+
+
+#: The meeting's metadata (title, start with its time zone, participants as a JSON list), added in place to
+#: a database made before they existed: `ALTER TABLE ... ADD COLUMN` keeps every stored row.
+METADATA_COLUMNS = (("title", "TEXT"), ("started_at", "TEXT"), ("participants", "TEXT"))
+
+
+def _migrate_meeting_metadata(db: sqlite_utils.Database) -> None:
+    have = {row[1] for row in db.execute("PRAGMA table_info(meetings)").fetchall()}
+    for name, kind in METADATA_COLUMNS:
+        if name not in have:
+            db.execute(f"ALTER TABLE meetings ADD COLUMN {name} {kind}")

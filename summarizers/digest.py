@@ -89,13 +89,20 @@ class MeetingDigester:
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.timings: dict[str, float] = {}
+        self._stale: set[tuple[str, str]] = set()
 
     def _lock(self, key: tuple[str, str]) -> threading.Lock:
         with self._locks_guard:
             return self._locks.setdefault(key, threading.Lock())
 
+    def invalidate(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
+        """Mark the stored digest out of date although no row changed (the meeting's date did)."""
+        self._stale.add((tenant, meeting_id))
+
     def is_current(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
         """Whether the stored digest already covers every row and the meeting's open/closed state."""
+        if (tenant, meeting_id) in self._stale:
+            return False
         stored = self.store.through_pos(tenant, meeting_id)
         if stored is None:
             return False
@@ -129,6 +136,7 @@ class MeetingDigester:
         """Bring the meeting's digest up to date with its log and store it; returns it."""
         key = (tenant, meeting_id)
         with self._lock(key):
+            self._stale.discard(key)
             started = time.perf_counter()
             through = self.log.last_chain_pos(meeting_id, tenant=tenant)
             final = self.log.closure(meeting_id, tenant=tenant) is not None
@@ -205,12 +213,36 @@ class MeetingDigester:
         return self.search.segment_vectors(meeting_id, segment_ids, tenant=tenant)
 
     def _meeting_date(self, meeting_id: str, tenant: str) -> dt.date | None:
-        """The day the meeting was held (its first row's arrival), the anchor for "Friday" or "next week"."""
-        rows = self.log.read("SELECT created_at FROM meetings WHERE tenant = ? AND meeting_id = ?",
-                             (tenant, meeting_id))
-        if not rows or not rows[0][0]:
-            return None
-        try:
-            return dt.date.fromisoformat(str(rows[0][0])[:10])
-        except ValueError:
-            return None
+        """The day the meeting was held, the anchor for "Friday" or "下周五" (None when unknown).
+
+        Its `started_at` (that day in the meeting's own time zone) when given; else, for a meeting heard
+        live, the wall clock of its first segment (its arrival less its position in the meeting). A file
+        ingested without a date has no known day: resolving against the day of ingest would give a wrong
+        date with confidence, so `due_date` stays null and `due` keeps the words as said.
+        """
+        return meeting_day(self.log, meeting_id, tenant=tenant)
+
+
+def meeting_day(log: TranscriptLog, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> dt.date | None:
+    """The meeting's day: see `MeetingDigester._meeting_date`."""
+    start = meeting_wall_start(log, meeting_id, tenant=tenant)
+    return None if start is None else start.date()
+
+
+def meeting_wall_start(log: TranscriptLog, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> dt.datetime | None:
+    """When the meeting started on the wall clock (aware), from `started_at` or a live device's first segment."""
+    from meetmem.store.records import FILE_DEVICE_PREFIX
+
+    meta = log.meta(meeting_id, tenant=tenant)
+    started = meta.start_datetime()
+    if started is not None:
+        return started
+    rows = log.read("SELECT device_id, start, received_at FROM segments WHERE tenant = ? AND meeting_id = ? "
+                    "ORDER BY chain_pos LIMIT 1", (tenant, meeting_id))
+    if not rows or str(rows[0][0]).startswith(FILE_DEVICE_PREFIX) or not rows[0][2]:
+        return None
+    try:
+        arrived = dt.datetime.fromisoformat(str(rows[0][2]))
+    except ValueError:
+        return None
+    return arrived - dt.timedelta(seconds=float(rows[0][1]))

@@ -210,6 +210,12 @@ class _Ledger:
                     cited.append(nxt)
         text = sentence if len(cited) == 1 else sentence + " " + cited[1].text.strip()
         due_date = resolve_due(due, self.meeting_date) if due else None
+        if spans and due == spans[0].text:
+            # "every Thursday" / "每周四" is a recurring duty: said as such, and no single date.
+            recurring = re.search(r"(?:\b(?:every|each)\s+|每个?)$", sentence[:spans[0].start], re.I)
+            if recurring:
+                due = sentence[recurring.start():spans[0].end].strip()
+                due_date = None
         item = LedgerItem("", "todo", text, Source.of(cited), owner=owner, task=task, due=due, due_date=due_date)
         if not self._confirms(item, rules):
             self._add(item)

@@ -32,6 +32,10 @@ _ACTION_VERBS = (
     r"gather|report|investigate|explore|buy|order|submit|send out|write up|put together|draw up|sketch|"
     r"work together|put|save|take\s+(?:the\s+|some\s+)?(?:minutes|notes)|be\s+thinking\s+about|be\s+in\s+charge|"
     r"rewrite|redo|re-do|revise|clean\s+up|tidy\s+up|refresh|renew|sign)")
+_WEEKDAYS = r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|monday|tuesday|wednesday|thursday|friday)"
+#: Third-person present forms of the work verbs, for duties said as habits ("Tom sends the report").
+_ACTION_VERBS_3RD = (r"(?:sends|emails|writes|drafts|prepares|posts|uploads|shares|circulates|checks|reviews|updates|"
+                     r"runs|hosts|books|schedules|collects|compiles|reports|publishes|backs\s+up|files|calls)")
 _ROLE_NOUNS = (r"(?:designer|manager|expert|engineer|lead|developer|analyst|specialist|executive|director|"
                r"owner|team|department|marketing|finance|legal|sales|ops|support)")
 _NAME = r"(?:[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})"
@@ -41,6 +45,27 @@ Great Fine Thanks Thank Because If As At On In For From With By To Of The A An O
 Can Could Would Should Will Shall May Might Must Is Are Was Were Be Been Please Actually Anyway Hi Hello Hey
 Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April June July August September
 October November December Euro Euros Dollar Dollars English Christmas""".split())
+#: Words that open a sentence or join clauses and are never a name, compared case-blind: a capitalised
+#: "Besides" or "For example" at the start of a sentence is talk, not a glossary term.
+_NOT_TERMS = frozenset(w.casefold() for w in _NOT_NAMES) | frozenset("""
+besides however anyway anyways actually basically meanwhile otherwise also example instance obviously
+personally honestly frankly remember look listen sorry excuse guys everyone everybody team folks first second
+third finally secondly thirdly lastly next then now well yes yeah no nope okay ok alright right sure
+for example instance like um uh mm hmm oh ah so and but or nor yet although though unless whereas while
+perhaps probably maybe definitely certainly indeed really just only even still again therefore thus hence
+furthermore moreover additionally nevertheless nonetheless instead similarly likewise overall generally
+hopefully unfortunately fortunately apparently clearly seriously literally totally absolutely exactly
+good great fine nice cool awesome perfect excellent wonderful interesting true false kind sort type part
+thing things stuff something anything nothing everything someone anyone nobody people person
+""".split())
+
+
+def _is_name_like(term: str) -> bool:
+    """A name, product or term: every word capitalised (or an acronym), and not a function word."""
+    words = term.split()
+    if not words or any(not w[0].isupper() for w in words):
+        return False
+    return not any(w.casefold().strip("'") in _NOT_TERMS for w in words)
 
 _DECISION_RES = tuple(re.compile(p, re.I) for p in (
     r"\bwe(?:'ve| have)?\s+(?:just\s+|all\s+|already\s+)?(?:decided|agreed|settled|concluded|chosen|opted)\b",
@@ -62,6 +87,18 @@ _DECISION_RES = tuple(re.compile(p, re.I) for p in (
     r"\b(?:go|went)\s+with\s+(?:the|a|an)\b.*\binstead\b",
     r"\bthat's\s+(?:final|settled|decided|fixed)\b|\bso\s+(?:that's|that\s+is)\s+(?:agreed|settled)\b",
     r"\bwe\s+(?:should|must)\s+(?:definitely\s+)?(?:go\s+(?:with|for)|use|stick\s+(?:with|to))\b",
+    # Negative decisions: "We're not going with the matte coating", "we won't be using the gold trim".
+    r"\bwe(?:'re|\s+are)\s+(?:definitely\s+|just\s+)?not\s+(?:going\s+(?:with|for)|using|including|doing|"
+    r"keeping|going\s+to\s+(?:use|go|include|have|do)|gonna\s+(?:use|go|include|have|do))\b",
+    r"\bwe\s+(?:won't|will\s+not)\s+be\s+(?:using|including|going\s+with|doing|having)\b",
+    r"\b(?:we(?:'re|\s+are)\s+(?:dropping|scrapping|ditching|cutting|skipping)|we\s+(?:dropped|scrapped|ditched|"
+    r"rejected|ruled\s+out))\b",
+    # The product as it will be: "the case will be double-curved", "it's gonna have a jog dial".
+    r"^(?:(?:so|and|okay|um|uh|then|yeah)\W+)*(?:the|our)\s+(?:[\w-]+\s+){0,2}(?:will|'ll|is\s+gonna|is\s+going\s+to)\s+"
+    r"(?:be|have|use|look|come)\b",
+    # A recap in the present: "and we're incorporating voice recognition", "we're using a simple battery".
+    r"\bwe(?:'re|\s+are)\s+(?:definitely\s+|also\s+)?(?:incorporating|including|using|adding|keeping|"
+    r"putting\s+in|building\s+in|sticking\s+with)\b",
 ))
 _DECISION_BLOCK = re.compile(r"\b(?:if|whether|maybe|perhaps|not sure|don't know|shall we|should we|do we|"
                              r"could we|can we|might|wonder|why|for now|provisionally|debating|against it|"
@@ -93,8 +130,27 @@ _TODO_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
                         rf"please\s+{_ADVERBS}(?P<task>{_ACTION_VERBS}\b.*)")),
     ("name", re.compile(rf"(?:^|[,;]\s*|\band\s+|\bso\s+|\bthen\s+)(?:(?:um|uh|okay|and|so|well)\W+)*"
                         rf"(?P<who>(?:the\s+)?{_NAME}|the\s+(?:[a-z]+\s+)"
-                        rf"{{0,2}}{_ROLE_NOUNS}){_THIRD_FUTURE}\s+(?:be\s+)?{_ADVERBS}"
+                        rf"{{0,2}}{_ROLE_NOUNS})(?:\s+(?:over\s+)?(?:here|there))?{_THIRD_FUTURE}\s+(?:be\s+)?{_ADVERBS}"
                         rf"(?P<task>{_ACTION_VERBS}\b.*)")),
+    # Ownership said plainly: "Farida owns the vendor onboarding", "Marco is on the supplier contract",
+    # "Lena takes care of the booth", "Priya is responsible for the test plan".
+    ("name", re.compile(rf"(?:^|[,;]\s*|\band\s+|\bso\s+|\bthen\s+)(?:(?:um|uh|okay|and|so|well)\W+)*"
+                        rf"(?P<who>(?:the\s+)?{_NAME}|the\s+(?:[a-z]+\s+){{0,2}}{_ROLE_NOUNS})\s+"
+                        rf"(?P<task>(?:owns|(?:is|'s)\s+(?:now\s+)?(?:on|handling|owning|in\s+charge\s+of|"
+                        rf"responsible\s+for|taking\s+care\s+of|looking\s+after)|takes\s+care\s+of|handles|"
+                        rf"looks\s+after|will\s+own|will\s+handle)\s+(?!the\s+(?:phone|call|line|way|"
+                        rf"same|right|left)\b)(?:the|our|a|an|all|this|that|it|[A-Z])\b.*)")),
+    ("speaker", re.compile(r"^(?:(?:um|uh|okay|so|and|well)\W+)*I(?:'m|\s+am)\s+(?:now\s+)?(?P<task>(?:on|"
+                           r"handling|in\s+charge\s+of|responsible\s+for|taking\s+care\s+of|owning)\s+"
+                           r"(?:the|our|this|that|it)\b.*)", re.I)),
+    ("speaker", re.compile(r"^(?:(?:um|uh|okay|so|and|well)\W+)*I\s+(?P<task>(?:own|take\s+care\s+of|handle)\s+"
+                           r"(?:the|our|this|that)\b.*)", re.I)),
+    # A recurring duty: "Every Monday Tom sends the weekly report", "Tom sends the report every Monday".
+    ("name", re.compile(rf"\b(?i:every|each)\s+(?:{_WEEKDAYS}|week|day|morning|month|sprint)\W+"
+                        rf"(?P<who>{_NAME})\s+(?P<task>{_ACTION_VERBS_3RD}\b.*)")),
+    ("name", re.compile(rf"(?:^|[,;]\s*|\band\s+|\bso\s+)(?P<who>{_NAME})\s+"
+                        rf"(?P<task>{_ACTION_VERBS_3RD}\b.*\b(?:every|each)\s+(?:{_WEEKDAYS}|week|day|morning|"
+                        rf"month|sprint)\b.*)")),
     ("group", re.compile(rf"\bwe(?:{_YOU_FUTURE}|\s+(?:need|have)\s+to|'ve\s+got\s+to)\s+{_ADVERBS}"
                          rf"(?P<task>{_ACTION_VERBS}\b.*?"
                          rf"\b(?:(?:for|before|by|until|at)\s+(?:the\s+)?next\s+(?:meeting|time|session)|"
@@ -139,12 +195,14 @@ _TIME_RE = re.compile(r"\b(?:[01]?\d|2[0-3])(?::[0-5]\d)?\s?(?:am|pm|a\.m\.|p\.m
                       re.I)
 _WHAT_RE = re.compile(r"(?P<what>\b(?:the|our|a|an|their|this|its)\s+(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:is|are|was|"
                       r"were|will\s+be|would\s+be|should\s+be|has\s+to\s+be|must\s+be|'s|of|at|costs?|comes?\s+to|"
-                      r"totals?|is\s+scheduled|is\s+planned|happens|takes\s+place)\s+(?:(?:about|around|roughly|"
+                      r"totals?|is\s+scheduled|is\s+planned|happens|takes\s+place|(?:kicks?\s+off|starts?|begins?|"
+                      r"launch(?:es)?|goes\s+live|opens?)(?:\s+(?:in|at)\s+[A-Z][\w-]*(?:\s+[A-Z][\w-]*)?)?)\s+"
+                      r"(?:(?:about|around|roughly|"
                       r"approximately|only|under|less\s+than|more\s+than|over|up\s+to|at\s+most|at\s+least|"
                       r"a\s+maximum\s+of|maximum|for|on|at|set\s+for|due)\s+)*$", re.I)
-_EVENT_WORDS = re.compile(r"\b(?:launch|release|deadline|meeting|review|demo|presentation|kick-?off|workshop|"
-                          r"delivery|ship|go-?live|conference|interview|call|event|sprint|retro|offsite|"
-                          r"cutover|rollout|appointment)\w*\b", re.I)
+_EVENT_WORDS = re.compile(r"\b(?:launch|release|deadline|meeting|review|demo|presentation|kick-?off|kicks?\s+off|"
+                          r"workshop|delivery|ship|go-?live|goes\s+live|conference|interview|call|event|sprint|"
+                          r"retro|offsite|cutover|rollout|appointment|pilot|trial|opening|starts|begins)\w*\b", re.I)
 
 _PRODUCT_RES = (
     re.compile(r"\b(?:[Pp]roject|[Cc]ode\s?name[d]?|[Oo]peration)\s+(?P<term>[A-Z][\w-]+)"),
@@ -240,7 +298,7 @@ def _trim_task(sentence: str, start: int, end: int) -> Span | None:
     for span in find_due(sentence[start:end]):
         cut = start + span.start
         before = sentence[start:cut].rstrip()
-        before = re.sub(r"\s*(?:by|before|on|until|till|no\s+later\s+than|for)$", "", before, flags=re.I)
+        before = re.sub(r"\s*(?:by|before|on|until|till|no\s+later\s+than|for|every|each)$", "", before, flags=re.I)
         if len(before.split()) >= 2:
             end = start + len(before)
             break
@@ -308,11 +366,13 @@ def glossary(sentence: str) -> list[tuple[Span, str]]:
     out: list[tuple[Span, str]] = []
     for pattern in _PRODUCT_RES:
         for m in pattern.finditer(sentence):
+            if not _is_name_like(m.group("term")):
+                continue
             out.append(((m.start("term"), m.end("term")), "product"))
     for pattern in _PERSON_RES:
         for m in pattern.finditer(sentence):
             name = m.group("term")
-            if name.split()[0] in _NOT_NAMES or name.split()[-1] in _NOT_NAMES:
+            if not _is_name_like(name):
                 continue
             out.append(((m.start("term"), m.end("term")), "person"))
     for m in _TERM_RE.finditer(sentence):
@@ -325,10 +385,10 @@ def glossary(sentence: str) -> list[tuple[Span, str]]:
 def addressee(sentence: str) -> Span | None:
     """The person spoken to, when named ("Priya, can you ...", "... by Friday, Priya?")."""
     m = re.match(rf"^(?:(?:okay|ok|so|right|and|um|uh)\W+)*(?P<name>{_NAME}),", sentence, re.I)
-    if m and m.group("name")[0].isupper() and m.group("name").split()[0] not in _NOT_NAMES:
+    if m and _is_name_like(m.group("name")):
         return (m.start("name"), m.end("name"))
     m = re.search(rf",\s+(?P<name>{_NAME})\s*[?.!]?\s*$", sentence)
-    if m and m.group("name").split()[0] not in _NOT_NAMES:
+    if m and _is_name_like(m.group("name")):
         return (m.start("name"), m.end("name"))
     return None
 

@@ -16,7 +16,8 @@ lang = "zh"
 #: A person as usually named in meetings: 小王 / 老李 / 王总 / 张经理 / a two- or three-character name
 #: before a role verb. Bare pronouns are handled separately.
 _NAME = r"(?:[小老][\u4e00-\u9fff]|[\u4e00-\u9fff]{1,2}(?:总|经理|老师|工|姐|哥)|[A-Z][a-z]+)"
-_PERSON = rf"(?:{_NAME}|[\u4e00-\u9fff]{{2,3}}(?=负责|来负责|牵头|跟进))"
+# A weekday's digit is not a surname: "每周四小李负责" is 小李's, not 四小李's.
+_PERSON = rf"(?:{_NAME}|(?<![周期拜])[\u4e00-\u9fff]{{2,3}}(?=负责|来负责|牵头|跟进))"
 
 _DECISION_RES = tuple(re.compile(p) for p in (
     r"(?:我们|大家|会上|最后|最终)?(?:一致)?(?:决定|确定|同意|商定|敲定)(?:了)?(?:用|采用|选|做|把|就|先|：|:|，|,|下来)",
@@ -27,6 +28,10 @@ _DECISION_RES = tuple(re.compile(p) for p in (
     r"(?:那就|就|还是)(?:用|选|采用|按)[^，。？?]{1,20}(?:吧|了)",
     r"定下来了?",
     r"(?:不用|不要|不做|不考虑|去掉|砍掉)[^，。？?]{1,15}了",
+    # "我们决定外壳颜色定为深灰色": a decision that names what is fixed, "定为 / 定成 / 改为".
+    r"(?:决定|确定|同意|商定|敲定)[^，。？?]{0,20}(?:定为|定成|定在|改为|改成|用|选)",
+    r"[^，。？?]{1,20}(?:定为|定成)[^，。？?]{1,20}",
+    r"(?:我们|大家)(?:不用|不要|不做|不选|不采用)[^，。？?]{1,15}",
 ))
 _DECISION_BLOCK = re.compile(r"(?:是否|要不要|能不能|可不可以|会不会|吗|呢|？|\?|如果|或许|也许|可能|不确定|还没)")
 
@@ -75,6 +80,10 @@ _PRODUCT_RES = (
 _TERM_RE = re.compile(r"(?<![A-Za-z])(?P<term>[A-Z][A-Za-z0-9]{1,15}|[a-z]+[A-Z][A-Za-z]+)(?![A-Za-z])")
 _PERSON_RE = re.compile(rf"(?P<term>{_NAME})")
 _NOT_PERSON = frozenset({"小时", "小组", "小心", "小的", "老师", "老是", "老板", "小于", "小结", "老版", "小程"})
+_LEADING_FUNCTION_CHARS = frozenset("给跟和与让请把被对向找问叫由")
+#: English words mixed into Chinese talk that are talk, not terms ("OK", "But", "So").
+_NOT_TERMS = frozenset("""ok okay yes yeah no so and but or the a an if then also well right sure hi hello bye
+thanks sorry anyway actually basically like just maybe fine good nice cool great""".split())
 
 _CHANGE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("owner", re.compile(rf"(?:改|换)(?:由|成|给|让)(?P<new>{_PERSON}|[\u4e00-\u9fff]{{2,3}}?|我)(?:来)?"
@@ -213,13 +222,17 @@ def glossary(sentence: str) -> list[tuple[Span, str]]:
             out.append(((m.start("term"), m.end("term")), "product"))
     for m in _PERSON_RE.finditer(sentence):
         name = m.group("term")
+        start = m.start("term")
+        # "发给王总": 给 is the verb's, not the name's (a title takes a one-character surname here).
+        if len(name) == 3 and name[0] in _LEADING_FUNCTION_CHARS and re.search(r"(?:总|工|姐|哥)$", name):
+            name, start = name[1:], start + 1
         if name in _NOT_PERSON or not re.search(r"[\u4e00-\u9fff]", name):
             continue
         if not re.match(r"^[小老]", name) and not re.search(r"(?:总|经理|老师)$", name):
             continue
-        out.append(((m.start("term"), m.end("term")), "person"))
+        out.append(((start, start + len(name)), "person"))
     for m in _TERM_RE.finditer(sentence):
-        if any(a <= m.start() < b for a, b in products):
+        if any(a <= m.start() < b for a, b in products) or m.group("term").casefold() in _NOT_TERMS:
             continue
         out.append(((m.start("term"), m.end("term")), "term"))
     return out

@@ -24,7 +24,8 @@ def ask(meeting_id: MeetingId, body: AskRequest, service: Service, tenant: Tenan
     words; `overview` questions with the best-cited segments. `explain` adds the manifest of the context.
     With a language model configured, it writes the answer over a compiled context and its citations are
     verified; `session_id` makes questions one conversation."""
-    answer = service.ask(tenant, meeting_id, body.question.strip(), session_id=body.session_id)
+    answer = service.ask(tenant, meeting_id, body.question.strip(), session_id=body.session_id,
+                         device_id=body.device_id)
     return answer.public(explain=body.explain)
 
 

@@ -20,10 +20,10 @@ def export_meeting(service: MeetingService, tenant: str, meeting_id: str, fmt: s
     """The meeting rendered in `fmt`; the summary and ledger are brought up to date as for GET summary."""
     info = service.meeting(tenant, meeting_id)
     segments = service.log.segments(meeting_id, tenant=tenant, include_superseded=True)
-    # Title, date and participants are the meeting's metadata where the service records them.
-    header = header_for(meeting_id, segments, title=getattr(info, "title", None),
-                        started_at=getattr(info, "started_at", None),
-                        participants=getattr(info, "participants", None), closed=info.closure is not None)
+    meta = info.meta  # title, date and participants, as far as they were given
+    header = header_for(meeting_id, segments, title=meta.title if meta else None,
+                        started_at=meta.started_at if meta else None,
+                        participants=meta.participants if meta else None, closed=info.closure is not None)
     digest = service.digest(tenant, meeting_id) if segments else None
     return render(fmt, header, segments, digest)
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 
 from meetmem.store.errors import InvalidSegment
 from meetmem.store.interchange import validate_segment
+from meetmem.store.meeting_meta import meeting_meta
 from meetmem.store.records import SegmentInput
 
 from ..schemas import ClosureOut, IngestRequest, IngestResponse, MeetingOut, ReceiptOut, SegmentOut
@@ -21,8 +22,13 @@ Seconds = Annotated[float | None, Query(ge=0, allow_inf_nan=False, description="
 
 def _meeting_out(info: MeetingInfo) -> MeetingOut:
     closure = info.closure
+    meta = info.meta
     return MeetingOut(
         meeting_id=info.meeting_id,
+        title=meta.title if meta else None,
+        started_at=meta.started_at if meta else None,
+        participants=list(meta.participants or ()) if meta else [],
+        status="closed" if closure is not None else "live",
         segments=info.segments,
         duration=info.duration,
         closed=closure is not None,
@@ -49,7 +55,9 @@ def get_meeting(meeting_id: MeetingId, service: Service, tenant: Tenant) -> Meet
 def post_segments(meeting_id: MeetingId, body: IngestRequest, request: Request, service: Service,
                   tenant: Tenant) -> IngestResponse:
     """Store the batch, all or nothing. A replayed `(device_id, seq)` with the same content adds nothing,
-    so a device may resend a batch it is unsure about. The first batch to an unknown meeting id creates it.
+    so a device may resend a batch it is unsure about. The first batch to an unknown meeting id creates it;
+    `title`, `started_at` and `participants` beside `device_id` describe the meeting (given later, they
+    replace what was stored).
     The answer comes once the batch is durable; indexing follows in the background (searchable at once)."""
     limit = request.app.state.settings.max_batch
     if len(body.segments) > limit:
@@ -61,7 +69,8 @@ def post_segments(meeting_id: MeetingId, body: IngestRequest, request: Request, 
             inputs.append(validate_segment(fields, item.seq))
         except InvalidSegment as exc:
             raise InvalidSegment(f"segments[{i}] (seq {item.seq}): {exc.reason}") from None
-    result, ids = service.ingest(tenant, meeting_id, body.device_id, inputs)
+    meta = meeting_meta(body.title, body.started_at, body.participants)
+    result, ids = service.ingest(tenant, meeting_id, body.device_id, inputs, meta=meta)
     receipt = request.app.state.receipts.sign(tenant, meeting_id, result.head_pos, result.head_hash)
     return IngestResponse(meeting_id=meeting_id, device_id=body.device_id, new=result.new,
                           duplicates=result.duplicates, segment_ids=ids, receipt=ReceiptOut(**receipt.public()))

@@ -15,6 +15,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     from meetmem.eval import (
         ami_ledger,
+        ami_questions,
         bench_audio,
         bench_context,
         bench_edge,
@@ -31,6 +32,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     retrieval.add_parser(bench_sub, common)
     bench_edge.add_parser(bench_sub, common)
     ami_ledger.add_parser(bench_sub, common)
+    ami_questions.add_parser(bench_sub, common)
     bench_summaries.add_parser(bench_sub, common)
     bench_context.add_parser(bench_sub, common)
     locomo.add_parser(bench_sub, common)

@@ -23,11 +23,10 @@ def cmd_export(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     log = ctx.log
     segments = log.segments(args.meeting_id, tenant=ctx.tenant, include_superseded=True)
-    meta = getattr(log, "metadata", None)  # title, date and participants, where the log records them
-    info = meta(args.meeting_id, tenant=ctx.tenant) if callable(meta) else None
-    header = header_for(args.meeting_id, segments, title=getattr(info, "title", None),
-                        started_at=getattr(info, "started_at", None),
-                        participants=getattr(info, "participants", None),
+    info = log.meta(args.meeting_id, tenant=ctx.tenant) if segments else None  # title, date, participants
+    header = header_for(args.meeting_id, segments, title=info.title if info else None,
+                        started_at=info.started_at if info else None,
+                        participants=info.participants if info else None,
                         closed=log.closure(args.meeting_id, tenant=ctx.tenant) is not None)
     digest = ctx.digester.digest(args.meeting_id, tenant=ctx.tenant) if segments else None
     sys.stdout.write(render(args.format, header, segments, digest))

@@ -21,7 +21,9 @@ def emit_json(data: Any) -> None:
 
 def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.store.interchange import read_jsonl
+    from meetmem.store.meeting_meta import meeting_meta
 
+    meta = meeting_meta(args.title, args.date, args.participants)  # checked before the file is read
     device_id, segments = read_jsonl(args.file)
     audio = None
     if args.audio is not None:  # checked (and encoded) before anything is stored
@@ -29,7 +31,7 @@ def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
 
         audio = ogg_audio(Path(args.audio), quiet=ctx.quiet)
     try:
-        result = ctx.log.append(args.meeting_id, device_id, segments, tenant=ctx.tenant)
+        result = ctx.log.append(args.meeting_id, device_id, segments, tenant=ctx.tenant, meta=meta)
     except InvalidSegment as exc:
         if exc.seq is None or exc.source is not None:
             raise
@@ -40,13 +42,14 @@ def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
     # before the command returns.
     if result.new or ctx.log.closure(args.meeting_id, tenant=ctx.tenant) is None:
         ctx.log.close_meeting(args.meeting_id, tenant=ctx.tenant, reason="ingested")
-    if result.new or not ctx.digester.is_current(args.meeting_id, tenant=ctx.tenant):
+    # New metadata (a date) changes how the ledger resolves "by Friday": the digest is remade.
+    if result.new or not meta.empty or not ctx.digester.is_current(args.meeting_id, tenant=ctx.tenant):
         ctx.search.meeting_index(
             args.meeting_id, tenant=ctx.tenant, progress=StderrProgress("indexing", enabled=not ctx.quiet)
         )
         ctx.digester.update(args.meeting_id, tenant=ctx.tenant)
     out = {"meeting_id": args.meeting_id, "device_id": device_id, "segments": len(segments), "new": result.new,
-           "duplicates": result.duplicates}
+           "duplicates": result.duplicates, **ctx.log.meta(args.meeting_id, tenant=ctx.tenant).public()}
     if audio is not None:
         from .export_commands import attach_audio
 
@@ -69,8 +72,31 @@ def cmd_segments(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
+def _across_positionals(args: argparse.Namespace, what: str, attr: str) -> str:
+    """With `--all`, the one positional is the query (there is no MEETING_ID)."""
+    if getattr(args, attr) is not None:
+        raise InvalidSegment(f"with --all, give only the {what}: meetmem {args.command} --all \"{what.upper()}\"")
+    return args.meeting_id
+
+
 def cmd_search(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.store.index.search import SearchFilters
+
+    if args.all:
+        from meetmem.cloud.across import CrossMeetings
+
+        query = _across_positionals(args, "query", "query")
+        found = CrossMeetings(ctx.search).find(query, tenant=ctx.tenant, k=args.k)
+        if args.json:
+            emit_json([c.public() for c in found])
+        else:
+            for rank, c in enumerate(found, start=1):
+                s = c.hit.segment
+                who = f"{s.speaker}: " if s.speaker else ""
+                print(f"{rank:2d}. {c.meeting_id} [{format_time(s.start)}] {who}{s.text}")
+        return 0
+    if args.query is None:
+        raise InvalidSegment("give a MEETING_ID and a QUERY, or --all QUERY")
 
     filters = SearchFilters(start=args.start, end=args.end, speaker=args.speaker)
     mode = args.mode
@@ -109,6 +135,25 @@ def _read_questions(path: str) -> list[str]:
 
 
 def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if args.all:
+        from meetmem.cloud.across import CrossMeetings
+        from meetmem.cloud.answer import Answerer
+
+        question = _across_positionals(args, "question", "question")
+        answerer = ctx.answerer
+        if not isinstance(answerer, Answerer):
+            answerer = getattr(answerer, "fallback", None) or Answerer(ctx.search, digests=ctx.digester.digest)
+        out = CrossMeetings(ctx.search, answerer).ask(question, tenant=ctx.tenant, explain=args.explain)
+        if args.json:
+            emit_json(out)
+        else:
+            print(f"Q: {out['question']}\nA: {out['answer']}")
+            for c in out["citations"][:3]:
+                who = f"{c['speaker']}: " if c["speaker"] else ""
+                print(f"   {c['meeting_id']} [{format_time(c['start'])}-{format_time(c['end'])}] {who}{c['text']}")
+            if args.explain:
+                print(f"   route: {out['route']['name']} ({out['route']['reason']})")
+        return 0
     if (args.question is None) == (args.questions is None):
         raise InvalidSegment("give either a QUESTION or --questions FILE.jsonl")
     ctx.log.require_meeting(args.meeting_id, tenant=ctx.tenant)
@@ -123,7 +168,7 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
         if session is not None:
             answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, session=session)
         else:
-            answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant)
+            answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, device_id=args.device)
         if args.json:
             emit_json(answer.public(explain=args.explain))
         else:
@@ -132,6 +177,9 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
                 who = f"{c.speaker}: " if c.speaker else ""
                 print(f"   [{format_time(c.start)}-{format_time(c.end)}] {who}{c.text}")
             if args.explain:
+                route = answer.public(explain=True).get("route")
+                if route:
+                    print(f"   route: {route['name']} ({route['reason']})")
                 for block in answer.manifest:
                     print(f"   · {block.block}: {block.tokens} tokens ({block.reason})")
         progress(done, len(questions))
@@ -189,6 +237,11 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("file", metavar="FILE.jsonl")
     p.add_argument("--audio", metavar="FILE", default=None,
                    help="the meeting's audio (Ogg Opus/Vorbis kept as is; WAV, FLAC, MP3... encoded to Opus)")
+    p.add_argument("--title", default=None, help="the meeting's title")
+    p.add_argument("--date", default=None, metavar="DATETIME",
+                   help="when the meeting started: ISO 8601 with a UTC offset, e.g. 2027-03-01T10:00:00+01:00; "
+                   "relative dates said in it (\"by Friday\") resolve against its day")
+    p.add_argument("--participants", default=None, metavar="NAMES", help='who took part, comma-separated: "Ana,Bo"')
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("segments", parents=[common], help="list a meeting's segments, optionally by time range",
@@ -199,9 +252,11 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.set_defaults(func=cmd_segments)
 
     p = sub.add_parser("search", parents=[common], help="hybrid (BM25 + dense) search of a meeting's transcript",
-                       description="Search a meeting's transcript; hits best first.")
+                       description="Search a meeting's transcript; hits best first. With --all, every meeting of "
+                       "the tenant, each hit naming its meeting_id.")
     p.add_argument("meeting_id", metavar="MEETING_ID")
-    p.add_argument("query", metavar="QUERY")
+    p.add_argument("query", metavar="QUERY", nargs="?", default=None)
+    p.add_argument("--all", action="store_true", help="search all the tenant's meetings: meetmem search --all QUERY")
     p.add_argument("--k", type=int, default=10, help="how many hits (default 10)")
     p.add_argument("--mode", choices=["hybrid", "bm25", "dense"], default="hybrid", help="ranking (default hybrid)")
     p.add_argument("--start", type=float, default=None, help="only segments ending at or after S seconds")
@@ -214,8 +269,12 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                        "the meeting's transcript. The models load once for the whole file.")
     p.add_argument("meeting_id", metavar="MEETING_ID")
     p.add_argument("question", metavar="QUESTION", nargs="?", default=None)
+    p.add_argument("--all", action="store_true",
+                   help="ask across all the tenant's meetings: meetmem ask --all QUESTION (citations name meeting_id)")
     p.add_argument("--questions", metavar="FILE.jsonl", default=None, help='one {"question": ...} per line')
     p.add_argument("--explain", action="store_true", help="add the manifest of the context the answer used")
+    p.add_argument("--device", default=None, metavar="DEVICE_ID",
+                   help='the asking device: "what was said since I joined?" starts at its first segment')
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("verify", parents=[common], help="recompute a meeting's hash chain",

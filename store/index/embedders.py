@@ -439,6 +439,22 @@ EMBEDDERS: dict[str, type[_BaseEmbedder]] = {
 }
 
 
+def _minilm_dim() -> int:
+    from .minilm_numpy import minilm_dim
+
+    return minilm_dim()
+
+
+def _minilm_queries() -> Any:
+    from .minilm_numpy import MiniLMQueries
+
+    return MiniLMQueries()
+
+
+#: Torch-free query runtimes by model name (`minilm_numpy`): (vector size without loading, the runtime).
+_QUERY_RUNTIMES: dict[str, tuple[Callable[[], int], Callable[[], Any]]] = {"minilm": (_minilm_dim, _minilm_queries)}
+
+
 def load_embedder(name: str, *, threads: int | None = None) -> Embedder:
     """Construct the embedder registered as `name` (see :data:`EMBEDDERS`).
 
@@ -482,6 +498,7 @@ class LazyEmbedder:
         self._models: list[Embedder] = []
         self._free: queue.Queue[Embedder] = queue.Queue()
         self._lock = threading.Lock()
+        self._queries: Any = None
 
     def _load(self) -> None:
         with self._lock:
@@ -510,6 +527,8 @@ class LazyEmbedder:
     @property
     def dim(self) -> int:
         if not self._models:
+            if self.name in _QUERY_RUNTIMES:
+                return _QUERY_RUNTIMES[self.name][0]()
             self._load()
         return self._models[0].dim
 
@@ -518,5 +537,12 @@ class LazyEmbedder:
             return model.encode(texts, batch_size=batch_size)
 
     def encode_query(self, text: str) -> np.ndarray:
+        # A question before any passage needs embedding (the CLI asking about a stored meeting) takes the
+        # torch-free runtime of the same model, when it has one: the same vector, without seconds of imports.
+        if not self._models and self.name in _QUERY_RUNTIMES:
+            with self._lock:
+                if self._queries is None:
+                    self._queries = _QUERY_RUNTIMES[self.name][1]()
+            return self._queries.encode_query(text)
         with self._model() as model:
             return model.encode_query(text)

@@ -154,6 +154,8 @@ def test_ask_explain_adds_the_manifest(meetmem_cli, launch_db: Path, listing: li
     assert result.returncode == 0, result.stderr
     answer = result.json()
     manifest = answer.pop("manifest")
+    route = answer.pop("route")  # an added field: which route the question took, and why
+    assert route["name"] == "topic" and "casing" in route["reason"]
     _check_answer(answer, question, listing)
     assert answer["kind"] == "overview"
     assert manifest

@@ -33,12 +33,15 @@ def test_ingest_twice_adds_nothing_the_second_time(run_cli, jsonl_writer, tmp_pa
 
     first = run_cli("ingest", "m1", str(path), "--json")
     assert first.returncode == 0, first.stderr
-    assert first.json() == {"meeting_id": "m1", "device_id": device, "segments": 4, "new": 4, "duplicates": 0}
+    meta = {"title": None, "started_at": None, "participants": []}  # none given on the command line
+    assert first.json() == {"meeting_id": "m1", "device_id": device, "segments": 4, "new": 4, "duplicates": 0,
+                            **meta}
     listing = run_cli("segments", "m1", "--json").json()
 
     second = run_cli("ingest", "m1", str(path), "--json")
     assert second.returncode == 0, second.stderr
-    assert second.json() == {"meeting_id": "m1", "device_id": device, "segments": 4, "new": 0, "duplicates": 4}
+    assert second.json() == {"meeting_id": "m1", "device_id": device, "segments": 4, "new": 0, "duplicates": 4,
+                             **meta}
     assert run_cli("segments", "m1", "--json").json() == listing
     assert [row["seq"] for row in listing] == [1, 2, 3, 4]  # seq = line number
     assert {row["device_id"] for row in listing} == {device}

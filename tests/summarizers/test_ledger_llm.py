@@ -31,7 +31,7 @@ MEETING_DATE = dt.date(2025, 3, 3)  # a Monday
 
 EN_TEXTS = [
     "Okay so the vendor quote came in at forty thousand dollars for the whole year.",
-    "Zhang San will own the vendor contract and send it to legal by Wednesday.",
+    "The vendor contract goes to legal by Wednesday, and Zhang San sends it.",
     "We still need to decide whether the pilot runs in March or April.",
     "Carol, could you look into the hosting costs? Sure, I can get that done by Friday.",
     "Let's go with the annual plan then.",
