@@ -111,14 +111,34 @@ class SearchOptions:
             scaled to [0, 1] over its pool: BM25 by its best score, dense cosines by min-max).
         rrf_k: the reciprocal rank fusion constant.
         bm25_weight, dense_weight: weights of each ranking in the fusion.
+        embed_speaker: embed a segment as "Speaker: text" (the stored text stays verbatim; only the derived
+            vector changes, cached under `vector_key`).
     """
 
     pool: int = 50
+    # "Speaker: text" embedded: LoCoMo's questions name who said it (docs/BENCHMARKS.md, issue 14).
+    embed_speaker: bool = True
     # Convex 0.3/0.7 beat RRF on QMSum (hit@1 and P@5) and on the Chinese set: docs/BENCHMARKS.md.
     fusion: Literal["rrf", "convex"] = "convex"
     rrf_k: int = RRF_K
     bm25_weight: float = 0.3
     dense_weight: float = 0.7
+
+
+def embedded_text(segment: Segment, *, speaker: bool = True) -> str:
+    """What the dense model embeds for a segment: its text, after "Speaker: " when `speaker` and known.
+
+    A question often names who said it ("What did Caroline research?"); a turn's own words rarely do.
+    """
+    if speaker and segment.speaker:
+        return f"{segment.speaker}: {segment.text}"
+    return segment.text
+
+
+def vector_key(model: str, *, speaker: bool = True) -> str:
+    """The key of a model's vectors in the `segment_vectors` cache: the model name, marked when the embedded
+    text carries the speaker, so vectors of another text form are never reused for this one."""
+    return f"{model}+speaker" if speaker else model
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +234,7 @@ class TranscriptSearch:
         segments: Sequence[Segment],
         progress: Progress | None = None,
     ) -> np.ndarray:
-        name, dim = embedder.name, embedder.dim
+        name, dim = vector_key(embedder.name, speaker=self.options.embed_speaker), embedder.dim
         ids = [s.segment_id for s in segments]
         row_of = {sid: i for i, sid in enumerate(ids)}
         # One preallocated array, not a dict of rows and a stack: at 100k segments that is 150 MB less.
@@ -236,7 +256,8 @@ class TranscriptSearch:
             batch = 256
             for i in range(0, len(missing), batch):
                 part = missing[i : i + batch]
-                vecs = np.asarray(embedder.encode([s.text for s in part]), dtype=np.float32)
+                texts = [embedded_text(s, speaker=self.options.embed_speaker) for s in part]
+                vecs = np.asarray(embedder.encode(texts), dtype=np.float32)
                 with self.log.transaction():
                     self.log.db.conn.executemany(
                         "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) VALUES (?, ?, ?)",
