@@ -249,10 +249,12 @@ def _base_options(overrides: Sequence[str] | None) -> SearchOptions:
 
 
 def _fusion_variants(base: SearchOptions, weights: Sequence[float]) -> dict[str, SearchOptions]:
-    """The fusions compared with the default: RRF (k 60, equal weights) and convex with each dense weight."""
+    """The fusions compared with the default: RRF (k 60, equal weights) and convex with each fixed dense
+    weight (no per-query weight; the base's other options, such as neighbour scores, stay)."""
     from dataclasses import replace
 
-    out = {"hybrid_rrf": replace(base, fusion="rrf", rrf_k=60, bm25_weight=1.0, dense_weight=1.0)}
+    out = {"hybrid_rrf": replace(base, fusion="rrf", rrf_k=60, bm25_weight=1.0, dense_weight=1.0,
+                                 adaptive_dense_weight=None)}
     out.update({_convex_name(w): _convex_options(w, base) for w in weights})
     return out
 
@@ -262,7 +264,8 @@ def _convex_options(w: float, base: SearchOptions | None = None) -> SearchOption
 
     from meetmem.store.index.search import SearchOptions
 
-    return replace(base or SearchOptions(), fusion="convex", bm25_weight=round(1.0 - w, 6), dense_weight=w)
+    return replace(base or SearchOptions(), fusion="convex", bm25_weight=round(1.0 - w, 6), dense_weight=w,
+                   adaptive_dense_weight=None)
 
 
 

@@ -68,7 +68,8 @@ def test_the_dense_weight_rises_when_bm25_misses_the_query(meeting: TranscriptLo
 
     assert weights("hinge tooling quote") == pytest.approx((0.7, 0.3))
     assert weights("pivot mechanism pricing") == pytest.approx((0.3, 0.7))
-    fixed = TranscriptSearch(meeting, None, options=SearchOptions(bm25_weight=0.4, dense_weight=0.6))
+    fixed = TranscriptSearch(meeting, None, options=SearchOptions(bm25_weight=0.4, dense_weight=0.6,
+                                                                 adaptive_dense_weight=None))
     assert fixed.fusion_weights(fixed.meeting_index("m"), ["hinge"], []) == (0.4, 0.6)
 
 
