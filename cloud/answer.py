@@ -314,8 +314,14 @@ class Answerer:
             own = self.search.search(meeting_id, question, tenant=tenant, k=MAX_CITATIONS,
                                      filters=replace(filters or SearchFilters(), speaker=speaker),
                                      query_vectors=query_vectors, mode=mode)
-            seen = {h.segment.segment_id for h in own}
-            hits = (own + [h for h in hits if h.segment.segment_id not in seen])[:MAX_CITATIONS]
+            # The question may name them as its subject ("By when does Bob owe us the quote?"), and someone
+            # else may have said the answer: the best hits of the whole meeting stay among the candidates.
+            lead = own[: max(1, self.candidates // 2)]
+            seen = {h.segment.segment_id for h in lead}
+            overall = [h for h in hits if h.segment.segment_id not in seen][: self.candidates - len(lead)]
+            seen |= {h.segment.segment_id for h in overall}
+            rest = [h for h in own + hits if h.segment.segment_id not in seen]
+            hits = list({h.segment.segment_id: h for h in lead + overall + rest}.values())[:MAX_CITATIONS]
         if not hits:
             return Answer(question, kind, "Nothing in this meeting's transcript matches the question.", (),
                           (ManifestBlock("question", count_tokens(question), "question"),))

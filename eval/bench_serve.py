@@ -128,6 +128,8 @@ def _has_vectors_table(transcript_log: Any) -> bool:
 
 def missing_vectors(transcript_log: Any, meeting_ids: list[str], tenant: str, model: str) -> int:
     """How many segments of the meetings have no cached vector of `model` (0 for `--embedder none`)."""
+    from meetmem.store.index.search import vector_key
+
     if model == "none":
         return 0
     if not _has_vectors_table(transcript_log):
@@ -136,7 +138,7 @@ def missing_vectors(transcript_log: Any, meeting_ids: list[str], tenant: str, mo
     return transcript_log.read(
         f"SELECT COUNT(*) FROM segments s WHERE s.tenant = ? AND s.meeting_id IN ({marks}) AND NOT EXISTS "
         "(SELECT 1 FROM segment_vectors v WHERE v.segment_id = s.segment_id AND v.model = ?)",
-        (tenant, *meeting_ids, model),
+        (tenant, *meeting_ids, vector_key(model)),
     )[0][0]
 
 

@@ -46,12 +46,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .retrieval import BenchDataError, RunClock, _guarded
+from .retrieval import PARTS, BenchDataError, RunClock, _base_options, _guarded, _options_public, in_part
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
     from meetmem.store.index.embedders import Embedder
-    from meetmem.store.index.search import EmbedderRoutes
+    from meetmem.store.index.search import EmbedderRoutes, SearchOptions
     from meetmem.store.records import SegmentInput
 
 #: The published development file in ../shared/data/locomo.
@@ -266,7 +266,7 @@ def _grouped(rows: Sequence[tuple[LocomoQuestion, int]], ranked: Sequence[Sequen
 
 def evaluate_locomo(data: Path, *, embedder: Embedder | EmbedderRoutes | None, captions: bool = False,
                     conversations: Sequence[str] | None = None, errata: Path | None = None,
-                    db_path: Path | None = None,
+                    db_path: Path | None = None, part: str = "all", search_options: SearchOptions | None = None,
                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Evidence recall@5 and @10 of `ask`, BM25, dense and hybrid search on LoCoMo's conversations.
 
@@ -278,6 +278,9 @@ def evaluate_locomo(data: Path, *, embedder: Embedder | EmbedderRoutes | None, c
         errata: the audit file; when given, every method is also scored against its corrected evidence
             (`answerable_errata`), from the same rankings.
         db_path: a new database file to keep the log in (default: a temporary one).
+        part: `all`, or the half of the questions (`tune` / `report`: `retrieval.dev_part` of the sample id
+            and the question) to score.
+        search_options: the search's options (default: `SearchOptions()`).
         progress: called with a line of progress for a person, if given.
 
     Returns:
@@ -307,7 +310,7 @@ def evaluate_locomo(data: Path, *, embedder: Embedder | EmbedderRoutes | None, c
     described: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-locomo-") as tmp, \
             TranscriptLog(Path(db_path) if db_path else Path(tmp) / "locomo.db") as log:
-        search = TranscriptSearch(log, embedder)
+        search = TranscriptSearch(log, embedder, options=search_options)
         answerer = Answerer(search)
         for number, conv in enumerate(loaded, start=1):
             t = time.perf_counter()
@@ -325,6 +328,8 @@ def evaluate_locomo(data: Path, *, embedder: Embedder | EmbedderRoutes | None, c
             asked = 0
             audited = with_errata(conv, corrected) if corrected is not None else list(conv.questions)
             for q, fixed in zip(conv.questions, audited, strict=True):
+                if not in_part(f"{conv.sample_id}:{q.question}", part):
+                    continue
                 if not q.evidence:
                     unscored.append({"sample_id": conv.sample_id, "question": q.question,
                                      "evidence_given": list(q.unknown_evidence)})
@@ -341,6 +346,8 @@ def evaluate_locomo(data: Path, *, embedder: Embedder | EmbedderRoutes | None, c
         "benchmark": "locomo",
         "data": str(data),
         "captions": captions,
+        "part": part,
+        "search_options": _options_public(search.options),
         "timeline": "meeting start = first session's date-time; turns at the speaking rate, sessions "
                     f"{SESSION_GAP_S:g} s apart on the meeting's clock (a meeting spans at most a week); "
                     "each session's real date-time beside its start_s",
@@ -409,7 +416,8 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
                              on_load=None if say is None else (lambda name: say(f"loading the {name} model ...")))
     conversations = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
     report = evaluate_locomo(Path(args.data), embedder=routes, captions=args.captions, conversations=conversations,
-                             errata=Path(args.errata) if args.errata else None, progress=say)
+                             errata=Path(args.errata) if args.errata else None, part=args.part,
+                             search_options=_base_options(args.search_option), progress=say)
     sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None if args.json else 1) + "\n")
     return 0
 
@@ -428,4 +436,9 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--errata", default=None, metavar="FILE",
                    help="also score against a third-party audit's corrected evidence (locomo_audit_errors_dev.json)")
     p.add_argument("--conversations", default=None, metavar="ID,ID", help="only these conversations (quick checks)")
+    p.add_argument("--part", choices=PARTS, default="all",
+                   help="the half of the questions to score (a fixed rule on conversation and question; defaults "
+                        "are tuned on 'tune' and reported on 'report'; default all)")
+    p.add_argument("--search-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="override a SearchOptions field for every search of the run (repeatable)")
     p.set_defaults(func=_guarded(run_command))

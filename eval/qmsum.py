@@ -31,6 +31,7 @@ from .retrieval import (
     _parse_weights,
     _ratio,
     _say,
+    in_part,
 )
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
                    search_options: SearchOptions | None = None, convex_weights: Sequence[float] = (),
                    fusion_variants: bool = True, meetings: Sequence[str] | None = None, limit: int | None = None,
                    keep_markers: bool = False, work_db: Path | None = None, clock: RunClock | None = None,
-                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                   part: str = "all", progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Search and ask on QMSum's meetings; every specific query scored against its annotated turn spans.
 
     Each meeting is appended to one log (a temporary file unless `work_db`), indexed once (the vectors are
@@ -218,6 +219,7 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
         convex_weights: dense weights of the convex-fusion variants.
         fusion_variants: also score RRF and the convex variants (off: bm25, dense, hybrid_default, ask).
         meetings, limit: only these meeting ids / the first `limit` meetings (quick checks).
+        part: `all`, or the half of the meetings (`tune` / `report`, `retrieval.dev_part` of the id) to score.
         keep_markers: keep QMSum's transcription markers in the text.
         work_db: keep the log (and its vectors) in this file, reused by a later run.
         clock: the run's clock (phases are added to it; its report is `wall_time`).
@@ -240,6 +242,7 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
     if meetings:
         wanted = {m.strip() for m in meetings if m.strip()}
         loaded = [m for m in loaded if m.meeting_id in wanted]
+    loaded = [m for m in loaded if in_part(m.meeting_id, part)]
     if limit:
         loaded = loaded[:limit]
     kept = {m.meeting_id for m in loaded}
@@ -319,6 +322,7 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
     return {
         "benchmark": "qmsum",
         "split": split,
+        "part": part,
         "k": k,
         "meetings": len(loaded),
         "queries": len(queries),
@@ -357,7 +361,7 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
     result = evaluate_qmsum(Path(args.data), embedder=embedder, split=args.split, k=args.k, search_options=base,
                             convex_weights=weights, meetings=meetings, limit=args.limit,
                             keep_markers=args.keep_markers, work_db=Path(args.work_db) if args.work_db else None,
-                            clock=clock, progress=(lambda line: _say(True, line)) if verbose else None)
+                            clock=clock, part=args.part, progress=(lambda line: _say(True, line)) if verbose else None)
     report: dict[str, Any] = {}
     for key, value in result.items():
         if key == "search_options_used":  # the CLI's report names what "the default" was, before the rest

@@ -29,6 +29,7 @@ from .retrieval import (
     _options_public,
     _parse_weights,
     _say,
+    in_part,
 )
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
     code_at_start = _code_fingerprint()
     data = Path(args.data) if args.data else Path(__file__).resolve().parent / "data"
     meeting_file, questions = load_zh(data)
+    questions = [q for q in questions if in_part(q.question, args.part)]
     embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
     weights = _parse_weights(args.convex_weights)
     base = _base_options(args.search_option)
@@ -198,6 +200,7 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
         "benchmark": "zh",
         "meeting": meeting_file.name,
         "segments": len(segments),
+        "part": args.part,
         "questions": len(questions),
         "questions_by_lang": {lang: sum(q.lang == lang for q in questions) for lang in langs},
         "default_configuration": _default_configuration(ctx, "per configuration (see configs)"),

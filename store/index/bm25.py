@@ -84,6 +84,25 @@ class BM25Index:
             value = self.epsilon * self._average_idf()
         return value
 
+    def unseen_idf(self) -> float:
+        """The idf a term would have if one document held it: what a query word absent from the meeting
+        weighs when judging how much of a query the best documents cover."""
+        n = len(self._doc_len)
+        return math.log(n + 0.5) - math.log(1.5) if n else 0.0
+
+    def holds_term(self, term: str) -> bool:
+        """True when some document contains `term`."""
+        return term in self._term_ids
+
+    def holds(self, term: str, doc: int) -> bool:
+        """True when document `doc` contains `term` (postings are in document order: a binary search)."""
+        tid = self._term_ids.get(term)
+        if tid is None:
+            return False
+        docs = np.frombuffer(self._docs[tid], dtype=np.int32)
+        at = int(np.searchsorted(docs, doc))
+        return at < len(docs) and int(docs[at]) == doc
+
     def scores(self, query: Sequence[str]) -> np.ndarray:
         """The BM25 score of every document for `query` (a repeated query term counts again, as in rank-bm25)."""
         return self._scores(query)[0]

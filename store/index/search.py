@@ -110,15 +110,48 @@ class SearchOptions:
         fusion: `rrf` (reciprocal rank fusion) or `convex` (a weighted sum of each ranking's scores, each
             scaled to [0, 1] over its pool: BM25 by its best score, dense cosines by min-max).
         rrf_k: the reciprocal rank fusion constant.
-        bm25_weight, dense_weight: weights of each ranking in the fusion.
+        bm25_weight, dense_weight: weights of each ranking in the fusion (`dense_weight` is the weight when
+            `adaptive_dense_weight` is None).
+        adaptive_dense_weight: `(low, high)`: the dense weight of each query, from how much of the query
+            the best BM25 hits hold (`coverage`): `low` when one holds every query word (a code, a name, a
+            number said as asked: BM25 is right), rising to `high` when none does (the question names the
+            subject in other words: only the dense ranking can find it). The BM25 weight is 1 - that.
+            None: the fixed `bm25_weight` / `dense_weight`.
+        neighbour_weight: each candidate's fused score gains this share of its best neighbour's (the
+            segment just before or after it in the meeting): an answer often sits beside the turn that
+            matches the question ("Is that a one-off cost?" / "One-off: $4,250."). 0 turns it off.
+        embed_speaker: embed a segment as "Speaker: text" (the stored text stays verbatim; only the derived
+            vector changes, cached under `vector_key`).
     """
 
     pool: int = 50
-    # Convex 0.3/0.7 beat RRF on QMSum (hit@1 and P@5) and on the Chinese set: docs/BENCHMARKS.md.
+    # "Speaker: text" embedded: LoCoMo's questions name who said it (docs/BENCHMARKS.md, issue 14).
+    embed_speaker: bool = True
+    # Convex fusion beat RRF on QMSum (hit@1 and P@5) and on the Chinese set: docs/BENCHMARKS.md.
     fusion: Literal["rrf", "convex"] = "convex"
     rrf_k: int = RRF_K
     bm25_weight: float = 0.3
     dense_weight: float = 0.7
+    # Chosen on the tune halves of QMSum, LoCoMo and the Chinese set (docs/BENCHMARKS.md, issue 14): a fixed
+    # 0.7 suits QMSum's topic questions and paraphrases but loses LoCoMo's chat questions to BM25 alone.
+    adaptive_dense_weight: tuple[float, float] | None = (0.2, 0.8)
+    neighbour_weight: float = 0.2
+
+
+def embedded_text(segment: Segment, *, speaker: bool = True) -> str:
+    """What the dense model embeds for a segment: its text, after "Speaker: " when `speaker` and known.
+
+    A question often names who said it ("What did Caroline research?"); a turn's own words rarely do.
+    """
+    if speaker and segment.speaker:
+        return f"{segment.speaker}: {segment.text}"
+    return segment.text
+
+
+def vector_key(model: str, *, speaker: bool = True) -> str:
+    """The key of a model's vectors in the `segment_vectors` cache: the model name, marked when the embedded
+    text carries the speaker, so vectors of another text form are never reused for this one."""
+    return f"{model}+speaker" if speaker else model
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +247,7 @@ class TranscriptSearch:
         segments: Sequence[Segment],
         progress: Progress | None = None,
     ) -> np.ndarray:
-        name, dim = embedder.name, embedder.dim
+        name, dim = vector_key(embedder.name, speaker=self.options.embed_speaker), embedder.dim
         ids = [s.segment_id for s in segments]
         row_of = {sid: i for i, sid in enumerate(ids)}
         # One preallocated array, not a dict of rows and a stack: at 100k segments that is 150 MB less.
@@ -236,7 +269,8 @@ class TranscriptSearch:
             batch = 256
             for i in range(0, len(missing), batch):
                 part = missing[i : i + batch]
-                vecs = np.asarray(embedder.encode([s.text for s in part]), dtype=np.float32)
+                texts = [embedded_text(s, speaker=self.options.embed_speaker) for s in part]
+                vecs = np.asarray(embedder.encode(texts), dtype=np.float32)
                 with self.log.transaction():
                     self.log.db.conn.executemany(
                         "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) VALUES (?, ?, ?)",
@@ -433,9 +467,10 @@ class TranscriptSearch:
             if missing or not vectors:
                 vectors.update(self.encode_query(meeting_id, query, tenant=tenant))
         pool = max(self.options.pool, k)
+        terms = self.tokenizer.tokens(query)
         with index.lock:
             mask = self._mask(index, filters)
-            bm25_hits = index.bm25.top(self.tokenizer.tokens(query), pool, mask) if mode != "dense" else []
+            bm25_hits = index.bm25.top(terms, pool, mask) if mode != "dense" else []
             dense_rankings = [
                 dense.top(vectors[name], pool, mask) for name, dense in index.dense.items() if name in vectors
             ] if use_dense else []
@@ -447,16 +482,46 @@ class TranscriptSearch:
             elif mode == "dense":
                 ranked = self._fuse([], dense_rankings)[:k]
             else:
-                ranked = self._fuse(bm25_hits, dense_rankings)[:k]
+                weights = self.fusion_weights(index, terms, bm25_hits)
+                ranked = self._fuse(bm25_hits, dense_rankings, weights)
+                if self.options.neighbour_weight > 0:
+                    ranked = self._with_neighbours(index, ranked, mask)
+                ranked = ranked[:k]
             chosen = [(ids[d], s, br, dr) for d, s, br, dr in ranked]
         stored = self.log.get(sid for sid, *_ in chosen)
         return [Hit(stored[sid], score, br, dr) for sid, score, br, dr in chosen]
 
+    def fusion_weights(self, index: MeetingIndex, terms: Sequence[str],
+                       bm25_hits: Sequence[tuple[int, float]]) -> tuple[float, float]:
+        """The (BM25, dense) weights of one query's fusion: fixed, or adapted to its `coverage`."""
+        opts = self.options
+        if opts.adaptive_dense_weight is None:
+            return opts.bm25_weight, opts.dense_weight
+        low, high = opts.adaptive_dense_weight
+        dense = low + (high - low) * (1.0 - coverage(index.bm25, terms, [d for d, _ in bm25_hits[:3]]))
+        return 1.0 - dense, dense
+
+    def _with_neighbours(self, index: MeetingIndex, ranked: list[tuple[int, float, int | None, int | None]],
+                         mask: np.ndarray | None) -> list[tuple[int, float, int | None, int | None]]:
+        """Each candidate and each candidate's neighbour scored by its own fused score plus
+        `neighbour_weight` times its best neighbour's; best first."""
+        share = self.options.neighbour_weight
+        fused = {doc: score for doc, score, _b, _d in ranked}
+        ranks = {doc: (b, d) for doc, _s, b, d in ranked}
+        n = len(index)
+        docs = {d for doc in fused for d in (doc - 1, doc, doc + 1) if 0 <= d < n and (mask is None or mask[d])}
+        scored = [(doc, fused.get(doc, 0.0) + share * max(fused.get(doc - 1, 0.0), fused.get(doc + 1, 0.0)))
+                  for doc in docs]
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return [(doc, score, *ranks.get(doc, (None, None))) for doc, score in scored]
+
     def _fuse(
-        self, bm25_hits: list[tuple[int, float]], dense_rankings: list[list[tuple[int, float]]]
+        self, bm25_hits: list[tuple[int, float]], dense_rankings: list[list[tuple[int, float]]],
+        weights: tuple[float, float] | None = None,
     ) -> list[tuple[int, float, int | None, int | None]]:
         """Fuse the BM25 ranking with one dense ranking per model; returns (doc, score, bm25 rank, dense rank)."""
         opts = self.options
+        bm25_weight, dense_weight = weights or (opts.bm25_weight, opts.dense_weight)
         fused: dict[int, list] = {}
 
         def parts(hits: list[tuple[int, float]], *, lexical: bool) -> list[float]:
@@ -466,17 +531,34 @@ class TranscriptSearch:
 
         for rank, ((doc, _), part) in enumerate(zip(bm25_hits, parts(bm25_hits, lexical=True), strict=True), 1):
             entry = fused.setdefault(doc, [0.0, None, None])
-            entry[0] += opts.bm25_weight * part
+            entry[0] += bm25_weight * part
             entry[1] = rank
         for dense_hits in dense_rankings:
             for rank, ((doc, _), part) in enumerate(
                 zip(dense_hits, parts(dense_hits, lexical=False), strict=True), 1
             ):
                 entry = fused.setdefault(doc, [0.0, None, None])
-                entry[0] += opts.dense_weight * part
+                entry[0] += dense_weight * part
                 entry[2] = rank if entry[2] is None else min(entry[2], rank)
         order = sorted(fused.items(), key=lambda item: (-item[1][0], item[0]))
         return [(doc, v[0], v[1], v[2]) for doc, v in order]
+
+
+def coverage(bm25: BM25Index, terms: Sequence[str], docs: Sequence[int]) -> float:
+    """How much of a query the best of `docs` holds: the idf-weighted share of the query's distinct terms
+    it contains, a term the meeting never uses weighing as a term said once (`BM25Index.unseen_idf`).
+
+    Near 1: the question repeats the meeting's own words; near 0: it names things in other words.
+    """
+    distinct = set(terms)
+    if not distinct or not docs:
+        return 0.0
+    unseen = bm25.unseen_idf()
+    weights = {t: (bm25.idf(t) if bm25.holds_term(t) else unseen) for t in distinct}
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return max(sum(w for t, w in weights.items() if bm25.holds(t, doc)) for doc in docs) / total
 
 
 def _scaled(scores: list[float], *, floor_zero: bool) -> list[float]:

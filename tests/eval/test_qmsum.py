@@ -11,7 +11,7 @@ from meetmem.eval.qmsum import evaluate_qmsum, load_qmsum, qmsum_segments
 from meetmem.eval.retrieval import BenchDataError
 
 #: The keys of `bench qmsum`'s JSON, in order (the CLI's output must not change).
-BENCH_KEYS = ["benchmark", "split", "k", "meetings", "queries", "queries_by_domain", "turns", "segments_stored",
+BENCH_KEYS = ["benchmark", "split", "part", "k", "meetings", "queries", "queries_by_domain", "turns", "segments_stored",
               "turns_left_out_markers_only", "markers_removed", "default_configuration", "search_options_used",
               "fusion_variants", "random_baseline", "methods", "ratios", "embedding", "wall_time", "code"]
 
@@ -61,3 +61,17 @@ def test_bench_qmsum_keeps_its_json(qmsum_folder: Path, run_cli: Any) -> None:
     assert list(report) == BENCH_KEYS
     assert report["methods"]["bm25"]["p@5"] == 0.3
     assert report["default_configuration"]["embedder"] == "none"
+
+
+def test_the_dev_halves_are_fixed_and_cover_everything() -> None:
+    from meetmem.eval.retrieval import BenchDataError, dev_part, in_part
+
+    keys = [f"meeting-{i}" for i in range(200)]
+    parts = [dev_part(k) for k in keys]
+    assert parts == [dev_part(k) for k in keys]  # a fixed rule, not a draw
+    assert 60 < parts.count("tune") < 140
+    for key in keys:
+        assert in_part(key, "all")
+        assert in_part(key, "tune") != in_part(key, "report")
+    with pytest.raises(BenchDataError, match="unknown part"):
+        in_part("x", "train")

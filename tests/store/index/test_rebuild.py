@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from meetmem.store.index.search import MeetingIndex, SearchFilters, TranscriptSearch
+from meetmem.store.index.search import MeetingIndex, SearchFilters, TranscriptSearch, embedded_text
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
 
@@ -136,4 +136,4 @@ def test_rebuild_re_embeds_from_the_log(tmp_path, sample_device_and_segments, em
         by_doc = _dense_by_doc(rebuilt.meeting_index("launch"))
         vectors = np.stack([by_doc[doc][1] for doc in range(10)])
         np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=2e-3)  # float16 in the index
-        np.testing.assert_allclose(vectors, embedder.encode([s.text for s in segments[:10]]), atol=1e-3)
+        np.testing.assert_allclose(vectors, embedder.encode([embedded_text(s) for s in segments[:10]]), atol=1e-3)
