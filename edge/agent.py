@@ -23,6 +23,7 @@ import numpy as np
 
 from .asr import ASR, TranscriptPiece
 from .cleaning import FillerCleaner
+from .language import LanguageOptions, LanguagePolicy
 from .outbox import Outbox, OutboxSegment
 from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 
@@ -41,7 +42,7 @@ class CaptureOptions:
 
     Args:
         meeting_id: the meeting the segments belong to.
-        language: `en`, `zh`, or None to detect per utterance.
+        language: `en`, `zh`, or None to detect it (once a minute: `language_policy`).
         glossary: names and terms: ASR hotwords, and protected from filler cleaning.
         speaker: the speaker label to give every segment (None: unknown).
         vad: the utterance segmentation policy.
@@ -50,6 +51,7 @@ class CaptureOptions:
             window whatever it holds, so one short utterance per call costs several times more (0: never
             pack). Live input is transcribed as each utterance ends; only a backlog (utterances that ended
             while the recogniser was busy) is packed.
+        language_policy: how often a detected language is detected again.
     """
 
     meeting_id: str
@@ -58,6 +60,7 @@ class CaptureOptions:
     speaker: str | None = None
     vad: VADOptions = field(default_factory=VADOptions)
     pack_seconds: float = 24.0
+    language_policy: LanguageOptions = field(default_factory=LanguageOptions)
 
 
 @dataclass
@@ -71,6 +74,12 @@ class CaptureStatus:
     started: float = field(default_factory=time.monotonic)
     resumed_at: float = 0.0
     latencies: list[float] = field(default_factory=list)  # end of speech -> in the outbox (seconds, live only)
+    recogniser_calls: int = 0
+    language_detections: int = 0  # calls in which Whisper detected the language
+    merged: int = 0  # utterances stored with the one before, as Whisper ran them together in a packed call
+    backlog_max: int = 0  # most utterances waiting for the recogniser at once (live only)
+    backlog_max_s: float = 0.0  # and their seconds of speech
+    degradations: list[dict[str, object]] = field(default_factory=list)  # steps taken under load, in order
 
     @property
     def real_time_factor(self) -> float:
@@ -126,6 +135,7 @@ class CaptureAgent:
         self.on_segment = on_segment
         self.on_status = on_status
         self.status = CaptureStatus()
+        self.languages = LanguagePolicy(options.language, options.language_policy)
 
     def run(self, chunks: Iterable[np.ndarray], *, source: str, live: bool = False,
             anchor: float | None = None) -> CaptureStatus:
@@ -216,6 +226,7 @@ class CaptureAgent:
             backlog = [item for item in items if isinstance(item, Utterance)]
             failure = next((item for item in items if isinstance(item, BaseException)), None)
             ended = any(item is None for item in items)
+            self._note_backlog(backlog, ended)
             while backlog:
                 take = 1
                 while take < len(backlog) and sum(u.duration + PACK_GAP for u in backlog[: take + 1]) <= \
@@ -229,19 +240,62 @@ class CaptureAgent:
                 raise failure
         reader.join()
 
+    def _note_backlog(self, backlog: list[Utterance], ended: bool) -> None:
+        """Record how far the recogniser is behind and take the next degradation step when it is.
+
+        Two or more utterances waiting at once (the end of the input aside) means speech ends faster than
+        it is transcribed. The steps, in order, each taken once and reported in `status.degradations`: the
+        language is no longer detected again (one encoder pass less per call), then beam search falls back
+        to greedy decoding. Audio is never dropped: the backlog goes into packed calls.
+        """
+        status = self.status
+        waiting_s = sum(u.duration for u in backlog)
+        status.backlog_max = max(status.backlog_max, len(backlog))
+        status.backlog_max_s = round(max(status.backlog_max_s, waiting_s), 3)
+        if len(backlog) < 2 or ended:
+            return
+        at = round(backlog[0].start, 3)
+        if self.languages.freeze():
+            status.degradations.append({"step": "language fixed", "language": self.languages.language,
+                                        "at_s": at, "backlog": len(backlog)})
+            log.info("behind by %d utterances: keeping %s without detecting the language again", len(backlog),
+                     self.languages.language)
+            return
+        greedy = getattr(self.asr, "use_greedy", None)
+        if greedy is not None and greedy():
+            status.degradations.append({"step": "beam 1", "at_s": at, "backlog": len(backlog)})
+            log.info("behind by %d utterances: greedy decoding from now on", len(backlog))
+
+    def _recognise(self, audio: np.ndarray, at: float, offset: float) -> list[TranscriptPiece]:
+        """One recogniser call, in the language the policy gives for meeting time `at`."""
+        asked = self.languages.language_for(at)
+        began = time.perf_counter()
+        pieces = self.asr.transcribe(audio, offset=offset, language=asked, glossary=self.options.glossary)
+        self.status.transcribe_time += time.perf_counter() - began
+        self.status.recogniser_calls += 1
+        if asked is None:
+            self.status.language_detections += 1
+        if pieces:
+            self.languages.observe(asked, pieces[0].language, at, float(np.mean([p.avg_logprob for p in pieces])))
+        return pieces
+
     def _flush(self, utterances: list[Utterance], offset: float, source: str) -> None:
         """Transcribe utterances (packed into one call when there are several) and store them in order."""
         if not utterances:
             return
-        texts = self._transcribe_packed(utterances) if len(utterances) > 1 else [None]
-        for utterance, pieces in zip(utterances, texts, strict=True):
-            self._store(utterance, offset, source, pieces=pieces)
+        if len(utterances) == 1:
+            self._store(utterances[0], offset, source)
+            return
+        for group, pieces in self._transcribe_packed(utterances, offset):
+            self._store(group, offset, source, pieces=pieces)
 
-    def _transcribe_packed(self, utterances: list[Utterance]) -> list[list[TranscriptPiece] | None]:
+    def _transcribe_packed(self, utterances: list[Utterance],
+                           offset: float) -> list[tuple[Utterance, list[TranscriptPiece]]]:
         """One Whisper call for several utterances; each recognised piece goes to the utterance it overlaps.
 
-        An utterance a piece straddles (Whisper ran two together) gets None: the caller transcribes that
-        one alone, so no utterance's words end up in another's segment; the rest keep the packed result.
+        Utterances a piece straddles (Whisper ran two together across the pause) become one utterance, from
+        the first one's start to the last one's end, holding both: transcribing them again alone would
+        cost a whole Whisper window each, and no utterance's words end up with another's times.
         """
         gap = np.zeros(int(PACK_GAP * SAMPLE_RATE), dtype=np.float32)
         parts: list[np.ndarray] = []
@@ -254,39 +308,40 @@ class CaptureAgent:
             spans.append((at, at + utterance.duration))
             parts.append(np.asarray(utterance.audio, dtype=np.float32))
             at += utterance.duration
-        began = time.perf_counter()
-        pieces = self.asr.transcribe(np.concatenate(parts), offset=0.0, language=self.options.language,
-                                     glossary=self.options.glossary)
-        self.status.transcribe_time += time.perf_counter() - began
-        assigned: list[list[TranscriptPiece] | None] = [[] for _ in utterances]
+        pieces = self._recognise(np.concatenate(parts), offset + utterances[0].start, 0.0)
+        assigned: list[list[TranscriptPiece]] = [[] for _ in utterances]
+        joined = [False] * len(utterances)  # joined[i]: utterance i is stored with utterance i - 1
         for piece in pieces:
             overlaps = [max(0.0, min(piece.end, end) - max(piece.start, start)) for start, end in spans]
-            ranked = sorted(range(len(spans)), key=lambda i: -overlaps[i])
-            if len(ranked) > 1 and overlaps[ranked[1]] > PACK_STRADDLE:
-                for i in ranked[:2]:
-                    assigned[i] = None
-                continue
-            if overlaps[ranked[0]] > 0:
-                target = ranked[0]
+            reached = [i for i, overlap in enumerate(overlaps) if overlap > PACK_STRADDLE]
+            for i in range(min(reached, default=0) + 1, max(reached, default=0) + 1):
+                joined[i] = True
+            if any(overlaps):
+                target = max(range(len(spans)), key=lambda i: overlaps[i])
             else:  # a piece timed inside a pause: the nearest utterance
                 middle = (piece.start + piece.end) / 2
                 target = min(range(len(spans)), key=lambda i: abs((spans[i][0] + spans[i][1]) / 2 - middle))
-            bucket = assigned[target]
-            if bucket is not None:
-                bucket.append(piece)
-        redone = sum(1 for a in assigned if a is None)
-        if redone:
-            log.debug("%d of %d packed utterances ran together; transcribing those alone", redone, len(spans))
-        return assigned
+            assigned[target].append(piece)
+        groups: list[tuple[list[Utterance], list[TranscriptPiece]]] = []
+        for utterance, bucket, with_previous in zip(utterances, assigned, joined, strict=True):
+            if with_previous and groups:
+                groups[-1][0].append(utterance)
+                groups[-1][1].extend(bucket)
+            else:
+                groups.append(([utterance], list(bucket)))
+        merged = len(utterances) - len(groups)
+        if merged:
+            self.status.merged += merged
+            log.debug("%d of %d packed utterances ran together; stored with the one before", merged, len(spans))
+        # Piece times stay the packed call's: a segment's times are its utterances' (the VAD's, sample-exact).
+        return [(members[0] if len(members) == 1 else _joined(members), sorted(bucket, key=lambda p: p.start))
+                for members, bucket in groups]
 
     def _store(self, utterance: Utterance, offset: float, source: str,
                pieces: list[TranscriptPiece] | None = None) -> None:
         start, end = offset + utterance.start, offset + utterance.end
         if pieces is None:
-            began = time.perf_counter()
-            pieces = self.asr.transcribe(utterance.audio, offset=start, language=self.options.language,
-                                         glossary=self.options.glossary)
-            self.status.transcribe_time += time.perf_counter() - began
+            pieces = self._recognise(utterance.audio, start, start)
         cleaned = self.cleaner.clean(join_pieces(pieces))
         if not cleaned.text:
             self.status.dropped += 1
@@ -308,6 +363,14 @@ class CaptureAgent:
             self.status.latencies.append(time.time() - utterance.wall_clock_end)
         if self.on_segment is not None:
             self.on_segment(stored)
+
+
+def _joined(utterances: list[Utterance]) -> Utterance:
+    """Consecutive utterances as one, from the first one's start to the last one's end (its audio is not
+    kept: the packed call already recognised it)."""
+    first, last = utterances[0], utterances[-1]
+    return Utterance(first.start_sample, last.end_sample, np.zeros(0, dtype=np.float32), first.wall_clock_anchor,
+                     last.forced, first.sample_rate)
 
 
 def _skip(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:
