@@ -13,7 +13,8 @@ was spoken at time `end` on this clock, for a paced input.
 
 The job: `model`, `beam`, `threads`, `language` (None: detect), `glossary`, `pack_seconds` (None: the
 agent's default), `pin_cores`, `paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each
-{path, meeting, seconds (None: all), chunk_seconds}.
+{path, meeting, seconds (None: all), chunk_seconds}. With `"plain": true` the process runs plain
+faster-whisper instead of the edge (`plain_capture`): the library the edge wraps, as its README shows it.
 
     echo '{"model": "tiny.en", "inputs": [{"path": "meeting.ogg", "meeting": "m"}]}' | \
         python -m meetmem.eval.edge_process
@@ -93,6 +94,8 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     # Pinned before the imports: numpy's BLAS starts its threads when imported, and a thread keeps the
     # affinity it was created with (run_edge pins the whole process before it starts, as taskset does).
     pinned = _pin(job.get("pin_cores"))
+    if job.get("plain"):
+        return plain_capture(job, pinned)
     from meetmem.edge.agent import CaptureOptions
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.outbox import Outbox
@@ -124,6 +127,34 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     out["rss_at_end_mb"] = status.get("VmRSS")
     out["heavy_modules_loaded"] = sorted(m for m in ("torch", "fastapi", "faiss", "sentence_transformers")
                                          if m in sys.modules)
+    return out
+
+
+def plain_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any]:
+    """Plain faster-whisper on the same weights and threads: `WhisperModel(...).transcribe(path,
+    beam_size=..., vad_filter=True)` on each whole file (its own decoding and Silero VAD), the language
+    detected once per file unless the job fixes it. The edge's yardstick for speed, WER and memory."""
+    from faster_whisper import WhisperModel
+
+    from meetmem.edge.models import whisper_model_dir
+
+    t0 = time.perf_counter()
+    model = WhisperModel(os.fspath(whisper_model_dir(job["model"])), device="cpu", compute_type="int8",
+                         cpu_threads=int(job.get("threads", 2)), local_files_only=True)
+    out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 3),
+                           "rss_after_load_mb": proc_status().get("VmRSS"), "pinned_cpus": pinned, "inputs": []}
+    for item in job["inputs"]:
+        began, cpu0 = time.perf_counter(), time.process_time()
+        segments, info = model.transcribe(item["path"], beam_size=int(job.get("beam", 1)), vad_filter=True,
+                                          language=job.get("language"))
+        texts = [s.text.strip() for s in segments]
+        out["inputs"].append({"path": item["path"], "meeting": item["meeting"], "audio_s": round(info.duration, 3),
+                              "wall_s": round(time.perf_counter() - began, 3),
+                              "cpu_s": round(time.process_time() - cpu0, 3), "language": info.language,
+                              "segments": [{"text": t, "raw_text": t} for t in texts if t]})
+    status = proc_status()
+    out["peak_rss_mb"] = status.get("VmHWM")
+    out["rss_at_end_mb"] = status.get("VmRSS")
     return out
 
 
@@ -195,6 +226,9 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "path": item["path"], "meeting": item["meeting"], "audio_s": round(status.audio_time, 3),
         "wall_s": round(captured_s, 3), "cpu_s": round(cpu_s, 3), "transcribe_s": round(status.transcribe_time, 3),
         "recogniser_calls": len(calls), "dropped": status.dropped, "segments": stored,
+        "language_detections": status.language_detections, "merged_utterances": status.merged,
+        "backlog_max": status.backlog_max, "backlog_max_s": status.backlog_max_s,
+        "degradations": status.degradations,
         "call_audio_s": [round(u["audio_s"], 3) for u in calls],
         "agent_latencies_s": [round(x, 4) for x in status.latencies],
         "uploader_acks": len(uploader.ack_times) if uploader is not None else None,
