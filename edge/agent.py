@@ -9,6 +9,7 @@ stream) cannot be replayed: a restart continues the meeting's clock from where t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import math
@@ -25,6 +26,7 @@ from .asr import ASR, TranscriptPiece
 from .cleaning import FillerCleaner
 from .language import LanguageOptions, LanguagePolicy
 from .outbox import Outbox, OutboxSegment
+from .partials import Partial, PartialCaption
 from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,8 @@ class CaptureStatus:
     backlog_max: int = 0  # most utterances waiting for the recogniser at once (live only)
     backlog_max_s: float = 0.0  # and their seconds of speech
     degradations: list[dict[str, object]] = field(default_factory=list)  # steps taken under load, in order
+    partial_passes: int = 0  # partial-caption passes run (live only)
+    partial_time: float = 0.0  # seconds spent in them
 
     @property
     def real_time_factor(self) -> float:
@@ -123,11 +127,16 @@ class CaptureAgent:
         options: the meeting and policies.
         on_segment: called after each segment is stored (the uploader's `notify`).
         on_status: called with the running status after each chunk of audio.
+        partials: live input only: the partial-caption policy (with its recogniser) run on the utterance in
+            progress whenever no final is waiting; None: no partial captions.
+        on_partial: called with each partial caption that confirmed new words (times in meeting seconds).
     """
 
     def __init__(self, asr: ASR, outbox: Outbox, options: CaptureOptions, *,
                  on_segment: Callable[[OutboxSegment], None] | None = None,
-                 on_status: Callable[[CaptureStatus], None] | None = None) -> None:
+                 on_status: Callable[[CaptureStatus], None] | None = None,
+                 partials: PartialCaption | None = None,
+                 on_partial: Callable[[Partial], None] | None = None) -> None:
         self.asr = asr
         self.outbox = outbox
         self.options = options
@@ -136,6 +145,10 @@ class CaptureAgent:
         self.on_status = on_status
         self.status = CaptureStatus()
         self.languages = LanguagePolicy(options.language, options.language_policy)
+        self.partials = partials
+        self.on_partial = on_partial
+        self._speaking: tuple[int, np.ndarray] | None = None  # the utterance in progress (reader thread's)
+        self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
 
     def run(self, chunks: Iterable[np.ndarray], *, source: str, live: bool = False,
             anchor: float | None = None) -> CaptureStatus:
@@ -194,7 +207,9 @@ class CaptureAgent:
 
         Each utterance is transcribed as soon as it ends. When the recogniser is still busy as the next ones
         end (dense talk on a slow board), the backlog goes into one packed call instead of one call each,
-        so a queue does not grow by a whole Whisper window per utterance.
+        so a queue does not grow by a whole Whisper window per utterance. With partial captions on, the
+        utterance in progress is re-transcribed whenever no final is waiting, so a final waits for at most
+        one partial pass.
         """
         found: queue.Queue[Utterance | BaseException | None] = queue.Queue()
         status = self.status
@@ -205,6 +220,8 @@ class CaptureAgent:
                 for chunk in chunks:
                     for utterance in vad.feed(chunk):
                         found.put(utterance)
+                    if self.partials is not None:
+                        self._speaking = vad.in_progress()  # one reference swap: read by the other thread
                     status.audio_time = (start_samples + vad.samples_seen) / SAMPLE_RATE
                 for utterance in vad.finish():
                     found.put(utterance)
@@ -216,8 +233,13 @@ class CaptureAgent:
         reader = threading.Thread(target=read, name="meetmem-capture", daemon=True)
         reader.start()
         ended = False
+        cadence = self.partials.options.cadence_s / 4 if self.partials is not None else None
         while not ended:
-            items = [found.get()]
+            try:
+                items: list[Utterance | BaseException | None] = [found.get(timeout=cadence)]
+            except queue.Empty:
+                self._partial_pass(offset)
+                continue
             while True:
                 try:
                     items.append(found.get_nowait())
@@ -227,6 +249,8 @@ class CaptureAgent:
             failure = next((item for item in items if isinstance(item, BaseException)), None)
             ended = any(item is None for item in items)
             self._note_backlog(backlog, ended)
+            if backlog:
+                self._final_until = backlog[-1].end_sample
             while backlog:
                 take = 1
                 while take < len(backlog) and sum(u.duration + PACK_GAP for u in backlog[: take + 1]) <= \
@@ -238,7 +262,28 @@ class CaptureAgent:
                 self.on_status(status)
             if failure is not None:
                 raise failure
+            if not ended and found.empty():
+                self._partial_pass(offset)
         reader.join()
+
+    def _partial_pass(self, offset: float) -> None:
+        """One partial-caption pass on the utterance in progress, when one is due."""
+        speaking = self._speaking
+        if self.partials is None or speaking is None or speaking[0] < self._final_until:
+            return
+        start, audio = speaking
+        if self.partials.language is None and self.languages.language is not None:
+            self.partials.language = self.languages.language  # the finals' detected language
+        self.partials.insert_audio_chunk(start, audio)
+        began = time.perf_counter()
+        partial = self.partials.process_iter()
+        if partial is None:
+            return
+        self.status.partial_passes += 1
+        self.status.partial_time += time.perf_counter() - began
+        if partial.new_words and self.on_partial is not None:
+            self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
+                                                heard_until=round(offset + partial.heard_until, 3)))
 
     def _note_backlog(self, backlog: list[Utterance], ended: bool) -> None:
         """Record how far the recogniser is behind and take the next degradation step when it is.
