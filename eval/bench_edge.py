@@ -130,31 +130,80 @@ def _speed_matrix(args: argparse.Namespace) -> list[tuple[str, int, int, str | N
     return matrix + [("base", 1, 2, "en", None), ("base", 1, 2, None, 0.0), ("base", 1, 1, None, 0.0)]
 
 
+#: Partial captions in the latency runs: tiny.en (the smaller model) re-transcribing the utterance in progress.
+PARTIALS = {"model": "tiny.en", "cadence": 0.4}
+#: The pause left between reference utterances in the continuous-speech meeting.
+CONTINUOUS_GAP_S = 0.25
+
+
+def continuous_meeting(audio: Path, reference: list[dict[str, Any]], folder: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """The meeting with every pause between utterances cut to `CONTINUOUS_GAP_S` (the reference's own spans,
+    spliced end to end: the words are the recording's, the times exact): speech that leaves the recogniser
+    no idle time, as a fast talker or a heated discussion does. Written as a 16 kHz WAV beside its reference."""
+    import wave
+
+    import numpy as np
+
+    from meetmem.edge.audio import read_file
+
+    samples = np.concatenate(list(read_file(audio, chunk_seconds=5.0)))
+    gap = np.zeros(int(CONTINUOUS_GAP_S * SAMPLE_RATE), dtype=np.int16)
+    parts: list[Any] = []
+    spliced: list[dict[str, Any]] = []
+    at = 0
+    for segment in reference:
+        piece = samples[int(segment["start"] * SAMPLE_RATE):int(segment["end"] * SAMPLE_RATE)]
+        spliced.append({**segment, "start": round(at / SAMPLE_RATE, 3),
+                        "end": round((at + len(piece)) / SAMPLE_RATE, 3)})
+        parts += [piece, gap]
+        at += len(piece) + len(gap)
+    path = folder / "continuous_meeting.wav"
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(SAMPLE_RATE)
+        out.writeframes(np.concatenate(parts).astype("<i2").tobytes())
+    return path, spliced
+
+
 def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]], *,
-                 chunks: Sequence[float] = (1.0,), embedder: str = "minilm") -> dict[str, Any]:
-    """The meeting at speaking pace into a real cloud, once per chunk length: 1 s is what `edge run
-    --realtime` reads a file in; 0.1 s is what the microphone delivers."""
+                 chunks: Sequence[float] = (1.0,), embedder: str = "minilm", partials: bool = True,
+                 continuous: bool = True) -> dict[str, Any]:
+    """The meeting at speaking pace into a real cloud: once per chunk length (1 s is what `edge run
+    --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions on; then, in
+    0.1 s chunks, without partials (what they cost the finals) and the continuous-speech meeting."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-cloud-") as tmp:
         db = Path(tmp) / "cloud.db"
         token = create_token(db)
         cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
+        runs: list[tuple[str, Path, list[dict[str, Any]], float, bool]] = [
+            (f"chunks_{chunk:g}s", audio, reference, chunk, partials) for chunk in chunks]
+        if partials:
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], False))
+        if continuous:
+            spliced, spliced_reference = continuous_meeting(audio, reference, Path(tmp))
+            runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1], partials))
         _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
         try:
             cloud.start()
             ready_s = cloud.wait_ready(600.0)
             at_ready = cloud.figures()
-            for chunk in chunks:
-                span = f"the first {cut:g} s" if cut else "all of it"
-                _note(ctx, f"latency: the meeting at speaking pace ({span}) in {chunk:g} s chunks, base beam 1 on 2 "
-                           "threads ...")
+            for name, path, ref, chunk, with_partials in runs:
+                span = f"the first {cut:g} s" if cut and path == audio else "all of it"
+                captions = f"partials by {PARTIALS['model']}" if with_partials else "no partials"
+                _note(ctx, f"latency: {name}: {path.name} at speaking pace ({span}) in {chunk:g} s chunks, base "
+                           f"beam 1 on 2 threads, {captions} ...")
                 result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True,
+                                   "partials": PARTIALS if with_partials else None,
                                    "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
-                                   "inputs": [{"path": str(audio), "meeting": f"latency-{chunk:g}s", "seconds": cut,
-                                               "chunk_seconds": chunk}]})
-                out[f"chunks_{chunk:g}s"] = latency_figures(result, reference)
-                _note(ctx, "  end of speech -> acknowledged p95 "
-                           f"{out[f'chunks_{chunk:g}s']['speech_end_to_ack'].get('p95_ms')} ms")
+                                   "inputs": [{"path": str(path), "meeting": f"latency-{name}",
+                                               "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
+                out[name] = latency_figures(result, ref)
+                out[name]["partials"] = with_partials
+                _note(ctx, "  end of speech -> acknowledged minus own transcription p95 "
+                           f"{out[name]['speech_end_to_ack_minus_own_transcription'].get('p95_ms')} ms; "
+                           f"first partial words p95 {out[name]['partial_first_words_after_spoken'].get('p95_ms')} ms")
             at_end = cloud.figures()
         finally:
             stopped = cloud.stop()
@@ -163,6 +212,41 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
                     "cpu_s_during_runs": round(at_end.get("cpu_s", 0.0) - at_ready.get("cpu_s", 0.0), 2),
                     "stop": stopped, "log_problems": problems}
     return out
+
+
+def word_times(reference: list[dict[str, Any]]) -> list[float]:
+    """When each reference word was done being spoken, in order: each utterance's span shared evenly among its
+    words (espeak-ng speaks at an even rate; an estimate for recorded speech)."""
+    times: list[float] = []
+    for segment in reference:
+        words = segment["text"].split()
+        span = segment["end"] - segment["start"]
+        times += [segment["start"] + span * (i + 1) / len(words) for i in range(len(words))]
+    return times
+
+
+def partial_figures(partials: list[dict[str, Any]], reference: list[dict[str, Any]]) -> dict[str, Any]:
+    """Partial-caption latency: when a confirmed word reached the HUD callback minus when it was spoken.
+
+    The i-th word of an utterance's caption is taken as the i-th reference word after the utterance's start
+    (`word_times`): a caption one word short or long of the reference shifts it by about one word's time."""
+    import bisect
+
+    times = word_times(reference)
+    first: list[float] = []
+    every: list[float] = []
+    shown: dict[float, int] = {}
+    for p in partials:
+        before = shown.get(p["start"], 0)
+        count = len(p["text"].split())
+        j0 = bisect.bisect_right(times, p["start"] + 0.05)
+        for i in range(before, count):
+            if j0 + i < len(times):
+                every.append(p["at"] - times[j0 + i])
+                if before == 0 and i == 0:
+                    first.append(p["at"] - times[j0 + i])
+        shown[p["start"]] = max(before, count)
+    return {"first": latency(first), "every": latency(every)}
 
 
 def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> dict[str, Any]:
@@ -201,6 +285,13 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
             [s["acked"] - speech[id(s)] - s["transcribe_s"] for s in acked]),
         "agent_reported_vad_end_to_outbox": latency(item["agent_latencies_s"]),
         "rtf_transcribe": round(item["transcribe_s"] / item["audio_s"], 4),
+        "recogniser_calls": item["recogniser_calls"], "language_detections": item["language_detections"],
+        "backlog_max_utterances": item["backlog_max"], "backlog_max_speech_s": item["backlog_max_s"],
+        "degradations": item["degradations"],
+        "partial_first_words_after_spoken": partial_figures(item["partials"] or [], reference)["first"],
+        "partial_every_word_after_spoken": partial_figures(item["partials"] or [], reference)["every"],
+        "partial_captions": len(item["partials"] or []), "partial_passes": item["partial_passes"],
+        "partial_recogniser_s": item["partial_s"],
         "edge_peak_rss_mb": result["peak_rss_mb"],
         "other_processes_cores": result["process"]["other_processes_cores"],
     }
@@ -381,7 +472,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     if "speed" in parts:
         report["speed"] = speed(ctx, args, audio, cut, _text(reference))
     if "latency" in parts:
-        report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1))
+        report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1),
+                                         continuous=not args.quick)
     if "glossary" in parts:
         # The whole meeting's glossary even for a part of it: the organiser lists it before the meeting.
         terms = meeting_glossary(load_reference(transcript, None)[0])

@@ -15,6 +15,7 @@ The job: `model`, `beam`, `threads`, `language` (None: detect), `glossary`, `pac
 agent's default), `pin_cores`, `paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each
 {path, meeting, seconds (None: all), chunk_seconds}. With `"plain": true` the process runs plain
 faster-whisper instead of the edge (`plain_capture`): the library the edge wraps, as its README shows it.
+`partials` ({model, cadence}) turns partial captions on for a paced input, each one noted with its time.
 
     echo '{"model": "tiny.en", "inputs": [{"path": "meeting.ogg", "meeting": "m"}]}' | \
         python -m meetmem.eval.edge_process
@@ -107,6 +108,12 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 3),
                            "rss_after_load_mb": proc_status().get("VmRSS"), "pinned_cpus": pinned, "inputs": []}
     glossary = tuple(job.get("glossary") or ())
+    partial_asr = None
+    if job.get("partials"):
+        partial_model = job["partials"].get("model") or job["model"]
+        partial_asr = asr if partial_model == job["model"] else WhisperASR(ASROptions(
+            model=partial_model, cpu_threads=int(job.get("threads", 2)), beam_size=1, language=language))
+        out["rss_after_partials_load_mb"] = proc_status().get("VmRSS")
     packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-") as tmp:
         for number, item in enumerate(job["inputs"]):
@@ -116,7 +123,8 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
             outbox = Outbox(path)
             try:
                 out["inputs"].append(_capture_one(item, asr, outbox, options, paced=bool(job.get("paced")),
-                                                  cloud=job.get("cloud")))
+                                                  cloud=job.get("cloud"), partial_asr=partial_asr,
+                                                  partial_cadence=(job.get("partials") or {}).get("cadence")))
             finally:
                 outbox.close()
             # What the outbox file holds once closed (its WAL checkpointed): the disk a run leaves behind.
@@ -159,7 +167,8 @@ def plain_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, An
 
 
 def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, paced: bool,
-                 cloud: dict[str, Any] | None) -> dict[str, Any]:
+                 cloud: dict[str, Any] | None, partial_asr: Any = None,
+                 partial_cadence: float | None = None) -> dict[str, Any]:
     from meetmem.edge import audio
     from meetmem.edge.agent import CaptureAgent, source_id
 
@@ -202,7 +211,20 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
 
         client = CloudClient(cloud["url"], cloud["token"])
         uploader = Uploader(outbox, client)
-    agent = CaptureAgent(asr, outbox, options, on_segment=(lambda _: uploader.notify()) if uploader else None)
+    partials: list[dict[str, Any]] = []
+    caption = None
+    if partial_asr is not None:
+        from meetmem.edge.partials import PartialCaption, PartialOptions
+
+        caption = PartialCaption(partial_asr, PartialOptions(cadence_s=float(partial_cadence or 0.4)),
+                                 language=options.language, glossary=options.glossary)
+
+    def on_partial(partial: Any) -> None:
+        partials.append({"at": clock.now(), "start": partial.start, "heard_until": partial.heard_until,
+                         "text": partial.text, "new_words": partial.new_words})
+
+    agent = CaptureAgent(asr, outbox, options, on_segment=(lambda _: uploader.notify()) if uploader else None,
+                         partials=caption, on_partial=on_partial)
     drained = None
     cpu0 = time.process_time()
     with patched(asr, "transcribe", transcribe), patched(outbox, "put", put), patched(outbox, "ack", ack):
@@ -228,7 +250,8 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "recogniser_calls": len(calls), "dropped": status.dropped, "segments": stored,
         "language_detections": status.language_detections, "merged_utterances": status.merged,
         "backlog_max": status.backlog_max, "backlog_max_s": status.backlog_max_s,
-        "degradations": status.degradations,
+        "degradations": status.degradations, "partials": partials, "partial_passes": status.partial_passes,
+        "partial_s": round(status.partial_time, 3),
         "call_audio_s": [round(u["audio_s"], 3) for u in calls],
         "agent_latencies_s": [round(x, 4) for x in status.latencies],
         "uploader_acks": len(uploader.ack_times) if uploader is not None else None,
