@@ -318,7 +318,7 @@ class CaptureAgent:
         pieces = self.asr.transcribe(audio, offset=offset, language=asked, glossary=self.options.glossary)
         self.status.transcribe_time += time.perf_counter() - began
         self.status.recogniser_calls += 1
-        if asked is None:
+        if asked is None and getattr(self.asr, "multilingual", True):  # an English-only model never detects
             self.status.language_detections += 1
         if pieces:
             self.languages.observe(asked, pieces[0].language, at, float(np.mean([p.avg_logprob for p in pieces])))

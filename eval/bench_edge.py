@@ -387,7 +387,12 @@ def library_part(ctx: Any, audio: Path, reference: list[dict[str, Any]], data: P
         out["models"][model] = {
             "edge": edge, "plain": plain,
             "rtf_ratio_edge_over_plain": round(sum(e["wall_s"] for e in edge) / sum(p["wall_s"] for p in plain), 3),
-            "rtf_ratio_per_round": [round(r, 3) for r in ratios]}
+            "rtf_ratio_per_round": [round(r, 3) for r in ratios],
+            # CPU seconds (every thread of the process) hold up better than wall time on a shared machine.
+            "cpu_ratio_edge_over_plain": round(sum(e["cpu_s"] for e in edge) / sum(p["cpu_s"] for p in plain), 3),
+            "wer": {"edge_meeting": edge[0]["meeting_wer"], "plain_meeting": plain[0]["meeting_wer"],
+                    "edge_clips": edge[0]["clips_wer"], "plain_clips": plain[0]["clips_wer"]},
+            "peak_rss_mb": {"edge": max(e["peak_rss_mb"] for e in edge), "plain": max(p["peak_rss_mb"] for p in plain)}}
     return out
 
 
@@ -395,7 +400,9 @@ def _library_run(result: dict[str, Any], references: list[str]) -> dict[str, Any
     items = result["inputs"]
     wall, audio_s = sum(i["wall_s"] for i in items), sum(i["audio_s"] for i in items)
     clip_scores = [error_rate(ref, _text(i["segments"])) for ref, i in zip(references[:-1], items[:-1], strict=True)]
+    cpu = sum(i["cpu_s"] for i in items)
     return {"wall_s": round(wall, 2), "audio_s": round(audio_s, 2), "rtf": round(wall / audio_s, 4),
+            "cpu_s": round(cpu, 2), "cpu_per_audio_s": round(cpu / audio_s, 4),
             "meeting_rtf": round(items[-1]["wall_s"] / items[-1]["audio_s"], 4),
             "meeting_wer": error_rate(references[-1], _text(items[-1]["segments"]))["rate"],
             "clips_wer": pooled(clip_scores)["rate"] if clip_scores else None,
