@@ -9,6 +9,7 @@ stream) cannot be replayed: a restart continues the meeting's clock from where t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import math
@@ -23,7 +24,9 @@ import numpy as np
 
 from .asr import ASR, TranscriptPiece
 from .cleaning import FillerCleaner
+from .language import LanguageOptions, LanguagePolicy
 from .outbox import Outbox, OutboxSegment
+from .partials import Partial, PartialCaption
 from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 
 log = logging.getLogger(__name__)
@@ -41,7 +44,7 @@ class CaptureOptions:
 
     Args:
         meeting_id: the meeting the segments belong to.
-        language: `en`, `zh`, or None to detect per utterance.
+        language: `en`, `zh`, or None to detect it (once a minute: `language_policy`).
         glossary: names and terms: ASR hotwords, and protected from filler cleaning.
         speaker: the speaker label to give every segment (None: unknown).
         vad: the utterance segmentation policy.
@@ -50,6 +53,7 @@ class CaptureOptions:
             window whatever it holds, so one short utterance per call costs several times more (0: never
             pack). Live input is transcribed as each utterance ends; only a backlog (utterances that ended
             while the recogniser was busy) is packed.
+        language_policy: how often a detected language is detected again.
     """
 
     meeting_id: str
@@ -58,6 +62,7 @@ class CaptureOptions:
     speaker: str | None = None
     vad: VADOptions = field(default_factory=VADOptions)
     pack_seconds: float = 24.0
+    language_policy: LanguageOptions = field(default_factory=LanguageOptions)
 
 
 @dataclass
@@ -71,6 +76,14 @@ class CaptureStatus:
     started: float = field(default_factory=time.monotonic)
     resumed_at: float = 0.0
     latencies: list[float] = field(default_factory=list)  # end of speech -> in the outbox (seconds, live only)
+    recogniser_calls: int = 0
+    language_detections: int = 0  # calls in which Whisper detected the language
+    merged: int = 0  # utterances stored with the one before, as Whisper ran them together in a packed call
+    backlog_max: int = 0  # most utterances waiting for the recogniser at once (live only)
+    backlog_max_s: float = 0.0  # and their seconds of speech
+    degradations: list[dict[str, object]] = field(default_factory=list)  # steps taken under load, in order
+    partial_passes: int = 0  # partial-caption passes run (live only)
+    partial_time: float = 0.0  # seconds spent in them
 
     @property
     def real_time_factor(self) -> float:
@@ -114,12 +127,17 @@ class CaptureAgent:
         options: the meeting and policies.
         on_segment: called after each segment is stored (the uploader's `notify`).
         on_status: called with the running status after each chunk of audio.
+        partials: live input only: the partial-caption policy (with its recogniser) run on the utterance in
+            progress whenever no final is waiting; None: no partial captions.
+        on_partial: called with each partial caption that confirmed new words (times in meeting seconds).
     """
 
     def __init__(self, asr: ASR, outbox: Outbox, options: CaptureOptions, *,
                  on_segment: Callable[[OutboxSegment], None] | None = None,
                  on_status: Callable[[CaptureStatus], None] | None = None,
-                 on_audio: Callable[[np.ndarray, float], None] | None = None) -> None:
+                 on_audio: Callable[[np.ndarray, float], None] | None = None,
+                 partials: PartialCaption | None = None,
+                 on_partial: Callable[[Partial], None] | None = None) -> None:
         self.asr = asr
         self.outbox = outbox
         self.options = options
@@ -128,6 +146,11 @@ class CaptureAgent:
         self.on_status = on_status
         self.on_audio = on_audio  # every block heard, with its start on the meeting's clock (the audio keeper)
         self.status = CaptureStatus()
+        self.languages = LanguagePolicy(options.language, options.language_policy)
+        self.partials = partials
+        self.on_partial = on_partial
+        self._speaking: tuple[int, np.ndarray] | None = None  # the utterance in progress (reader thread's)
+        self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
 
     def run(self, chunks: Iterable[np.ndarray], *, source: str, live: bool = False,
             anchor: float | None = None) -> CaptureStatus:
@@ -189,7 +212,9 @@ class CaptureAgent:
 
         Each utterance is transcribed as soon as it ends. When the recogniser is still busy as the next ones
         end (dense talk on a slow board), the backlog goes into one packed call instead of one call each,
-        so a queue does not grow by a whole Whisper window per utterance.
+        so a queue does not grow by a whole Whisper window per utterance. With partial captions on, the
+        utterance in progress is re-transcribed whenever no final is waiting, so a final waits for at most
+        one partial pass.
         """
         found: queue.Queue[Utterance | BaseException | None] = queue.Queue()
         status = self.status
@@ -200,6 +225,8 @@ class CaptureAgent:
                 for chunk in chunks:
                     for utterance in vad.feed(chunk):
                         found.put(utterance)
+                    if self.partials is not None:
+                        self._speaking = vad.in_progress()  # one reference swap: read by the other thread
                     status.audio_time = (start_samples + vad.samples_seen) / SAMPLE_RATE
                 for utterance in vad.finish():
                     found.put(utterance)
@@ -211,8 +238,13 @@ class CaptureAgent:
         reader = threading.Thread(target=read, name="meetmem-capture", daemon=True)
         reader.start()
         ended = False
+        cadence = self.partials.options.cadence_s / 4 if self.partials is not None else None
         while not ended:
-            items = [found.get()]
+            try:
+                items: list[Utterance | BaseException | None] = [found.get(timeout=cadence)]
+            except queue.Empty:
+                self._partial_pass(offset)
+                continue
             while True:
                 try:
                     items.append(found.get_nowait())
@@ -221,6 +253,9 @@ class CaptureAgent:
             backlog = [item for item in items if isinstance(item, Utterance)]
             failure = next((item for item in items if isinstance(item, BaseException)), None)
             ended = any(item is None for item in items)
+            self._note_backlog(backlog, ended)
+            if backlog:
+                self._final_until = backlog[-1].end_sample
             while backlog:
                 take = 1
                 while take < len(backlog) and sum(u.duration + PACK_GAP for u in backlog[: take + 1]) <= \
@@ -232,21 +267,85 @@ class CaptureAgent:
                 self.on_status(status)
             if failure is not None:
                 raise failure
+            if not ended and found.empty():
+                self._partial_pass(offset)
         reader.join()
+
+    def _partial_pass(self, offset: float) -> None:
+        """One partial-caption pass on the utterance in progress, when one is due."""
+        speaking = self._speaking
+        if self.partials is None or speaking is None or speaking[0] < self._final_until:
+            return
+        start, audio = speaking
+        if self.partials.language is None and self.languages.language is not None:
+            self.partials.language = self.languages.language  # the finals' detected language
+        self.partials.insert_audio_chunk(start, audio)
+        began = time.perf_counter()
+        partial = self.partials.process_iter()
+        if partial is None:
+            return
+        self.status.partial_passes += 1
+        self.status.partial_time += time.perf_counter() - began
+        if partial.new_words and self.on_partial is not None:
+            self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
+                                                heard_until=round(offset + partial.heard_until, 3)))
+
+    def _note_backlog(self, backlog: list[Utterance], ended: bool) -> None:
+        """Record how far the recogniser is behind and take the next degradation step when it is.
+
+        Two or more utterances waiting at once (the end of the input aside) means speech ends faster than
+        it is transcribed. The steps, in order, each taken once and reported in `status.degradations`: the
+        language is no longer detected again (one encoder pass less per call), then beam search falls back
+        to greedy decoding. Audio is never dropped: the backlog goes into packed calls.
+        """
+        status = self.status
+        waiting_s = sum(u.duration for u in backlog)
+        status.backlog_max = max(status.backlog_max, len(backlog))
+        status.backlog_max_s = round(max(status.backlog_max_s, waiting_s), 3)
+        if len(backlog) < 2 or ended:
+            return
+        at = round(backlog[0].start, 3)
+        if self.languages.freeze():
+            status.degradations.append({"step": "language fixed", "language": self.languages.language,
+                                        "at_s": at, "backlog": len(backlog)})
+            log.info("behind by %d utterances: keeping %s without detecting the language again", len(backlog),
+                     self.languages.language)
+            return
+        greedy = getattr(self.asr, "use_greedy", None)
+        if greedy is not None and greedy():
+            status.degradations.append({"step": "beam 1", "at_s": at, "backlog": len(backlog)})
+            log.info("behind by %d utterances: greedy decoding from now on", len(backlog))
+
+    def _recognise(self, audio: np.ndarray, at: float, offset: float) -> list[TranscriptPiece]:
+        """One recogniser call, in the language the policy gives for meeting time `at`."""
+        asked = self.languages.language_for(at)
+        began = time.perf_counter()
+        pieces = self.asr.transcribe(audio, offset=offset, language=asked, glossary=self.options.glossary)
+        self.status.transcribe_time += time.perf_counter() - began
+        self.status.recogniser_calls += 1
+        if asked is None and getattr(self.asr, "multilingual", True):  # an English-only model never detects
+            self.status.language_detections += 1
+        if pieces:
+            self.languages.observe(asked, pieces[0].language, at, float(np.mean([p.avg_logprob for p in pieces])))
+        return pieces
 
     def _flush(self, utterances: list[Utterance], offset: float, source: str) -> None:
         """Transcribe utterances (packed into one call when there are several) and store them in order."""
         if not utterances:
             return
-        texts = self._transcribe_packed(utterances) if len(utterances) > 1 else [None]
-        for utterance, pieces in zip(utterances, texts, strict=True):
-            self._store(utterance, offset, source, pieces=pieces)
+        if len(utterances) == 1:
+            self._store(utterances[0], offset, source)
+            return
+        for group, pieces in self._transcribe_packed(utterances, offset):
+            self._store(group, offset, source, pieces=pieces)
 
-    def _transcribe_packed(self, utterances: list[Utterance]) -> list[list[TranscriptPiece] | None]:
+    def _transcribe_packed(self, utterances: list[Utterance],
+                           offset: float) -> list[tuple[Utterance, list[TranscriptPiece]]]:
         """One Whisper call for several utterances; each recognised piece goes to the utterance it overlaps.
 
-        An utterance a piece straddles (Whisper ran two together) gets None: the caller transcribes that
-        one alone, so no utterance's words end up in another's segment; the rest keep the packed result.
+        Utterances a piece straddles (Whisper ran two together across the pause) become one utterance, from
+        the first one's start to the last one's end, holding both: transcribing them again alone would
+        cost a whole Whisper window each, and no utterance's words end up with another's times.
         """
         gap = np.zeros(int(PACK_GAP * SAMPLE_RATE), dtype=np.float32)
         parts: list[np.ndarray] = []
@@ -259,39 +358,40 @@ class CaptureAgent:
             spans.append((at, at + utterance.duration))
             parts.append(np.asarray(utterance.audio, dtype=np.float32))
             at += utterance.duration
-        began = time.perf_counter()
-        pieces = self.asr.transcribe(np.concatenate(parts), offset=0.0, language=self.options.language,
-                                     glossary=self.options.glossary)
-        self.status.transcribe_time += time.perf_counter() - began
-        assigned: list[list[TranscriptPiece] | None] = [[] for _ in utterances]
+        pieces = self._recognise(np.concatenate(parts), offset + utterances[0].start, 0.0)
+        assigned: list[list[TranscriptPiece]] = [[] for _ in utterances]
+        joined = [False] * len(utterances)  # joined[i]: utterance i is stored with utterance i - 1
         for piece in pieces:
             overlaps = [max(0.0, min(piece.end, end) - max(piece.start, start)) for start, end in spans]
-            ranked = sorted(range(len(spans)), key=lambda i: -overlaps[i])
-            if len(ranked) > 1 and overlaps[ranked[1]] > PACK_STRADDLE:
-                for i in ranked[:2]:
-                    assigned[i] = None
-                continue
-            if overlaps[ranked[0]] > 0:
-                target = ranked[0]
+            reached = [i for i, overlap in enumerate(overlaps) if overlap > PACK_STRADDLE]
+            for i in range(min(reached, default=0) + 1, max(reached, default=0) + 1):
+                joined[i] = True
+            if any(overlaps):
+                target = max(range(len(spans)), key=lambda i: overlaps[i])
             else:  # a piece timed inside a pause: the nearest utterance
                 middle = (piece.start + piece.end) / 2
                 target = min(range(len(spans)), key=lambda i: abs((spans[i][0] + spans[i][1]) / 2 - middle))
-            bucket = assigned[target]
-            if bucket is not None:
-                bucket.append(piece)
-        redone = sum(1 for a in assigned if a is None)
-        if redone:
-            log.debug("%d of %d packed utterances ran together; transcribing those alone", redone, len(spans))
-        return assigned
+            assigned[target].append(piece)
+        groups: list[tuple[list[Utterance], list[TranscriptPiece]]] = []
+        for utterance, bucket, with_previous in zip(utterances, assigned, joined, strict=True):
+            if with_previous and groups:
+                groups[-1][0].append(utterance)
+                groups[-1][1].extend(bucket)
+            else:
+                groups.append(([utterance], list(bucket)))
+        merged = len(utterances) - len(groups)
+        if merged:
+            self.status.merged += merged
+            log.debug("%d of %d packed utterances ran together; stored with the one before", merged, len(spans))
+        # Piece times stay the packed call's: a segment's times are its utterances' (the VAD's, sample-exact).
+        return [(members[0] if len(members) == 1 else _joined(members), sorted(bucket, key=lambda p: p.start))
+                for members, bucket in groups]
 
     def _store(self, utterance: Utterance, offset: float, source: str,
                pieces: list[TranscriptPiece] | None = None) -> None:
         start, end = offset + utterance.start, offset + utterance.end
         if pieces is None:
-            began = time.perf_counter()
-            pieces = self.asr.transcribe(utterance.audio, offset=start, language=self.options.language,
-                                         glossary=self.options.glossary)
-            self.status.transcribe_time += time.perf_counter() - began
+            pieces = self._recognise(utterance.audio, start, start)
         cleaned = self.cleaner.clean(join_pieces(pieces))
         if not cleaned.text:
             self.status.dropped += 1
@@ -323,6 +423,12 @@ def _tee(chunks: Iterable[np.ndarray], start: float,
         keep(chunk, position)
         position += len(chunk) / SAMPLE_RATE
         yield chunk
+def _joined(utterances: list[Utterance]) -> Utterance:
+    """Consecutive utterances as one, from the first one's start to the last one's end (its audio is not
+    kept: the packed call already recognised it)."""
+    first, last = utterances[0], utterances[-1]
+    return Utterance(first.start_sample, last.end_sample, np.zeros(0, dtype=np.float32), first.wall_clock_anchor,
+                     last.forced, first.sample_rate)
 
 
 def _skip(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:

@@ -13,6 +13,7 @@ nothing, and a missing package raises `ModelUnavailable` naming the extra to ins
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import unicodedata
@@ -179,6 +180,15 @@ class WhisperASR:
             self._to_simplified = OpenCC("t2s").convert
         logger.info("loaded Whisper %s from %s (%s, %d thread(s), beam %d)", self.options.model, folder,
                     self.options.compute_type, self.options.cpu_threads, self.options.beam_size)
+
+    def use_greedy(self) -> bool:
+        """Decode with beam 1 from now on (a step the capture takes when it falls behind); True when the beam
+        was wider."""
+        if self.options.beam_size == 1:
+            return False
+        logger.info("beam %d -> 1 (greedy decoding)", self.options.beam_size)
+        self.options = dataclasses.replace(self.options, beam_size=1)
+        return True
 
     def detect_language(self, audio: np.ndarray) -> tuple[str, float]:
         """The most probable language of `audio` among `options.languages`, with its probability."""

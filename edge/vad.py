@@ -189,6 +189,13 @@ class VADSegmenter:
     def in_speech(self) -> bool:
         return self._in_speech
 
+    def in_progress(self) -> tuple[int, np.ndarray] | None:
+        """The utterance being spoken: its first sample and its classified audio so far (int16), or None in a
+        pause (what partial captions re-transcribe)."""
+        if not self._in_speech:
+            return None
+        return self._start, self._slice(self._start, self._classified)
+
     def insert_audio(self, audio: bytes | bytearray | memoryview | np.ndarray) -> None:
         """Queue more audio: 16-bit little-endian PCM bytes, or an int16 / float32 array."""
         samples = to_int16(audio)

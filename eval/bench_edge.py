@@ -37,7 +37,15 @@ from .measure import latency
 from .run_info import checkout, machine_info, versions
 from .serve_process import ServeBenchError, free_port
 
-DEMO = Path(__file__).resolve().parent.parent / "meetmem" / "demo_data"
+
+def demo_file(name: str) -> Path:
+    """A file of the bundled sample meeting, found as package data (`meetmem demo` finds it the same way), so
+    the default works from an installed wheel as well as from the source tree."""
+    from importlib import resources
+
+    # demo_data has no __init__.py: files() gives a MultiplexedPath; joinpath gives a real file's path.
+    return Path(str(resources.files("meetmem.demo_data").joinpath(name)))
+
 TARGET = {"rtf": 0.12, "peak_rss_mb": 450.0, "ack_minus_transcription_p95_ms": 1000.0}
 QUICK_SECONDS = 60.0
 SAMPLE_RATE = 16000
@@ -122,31 +130,80 @@ def _speed_matrix(args: argparse.Namespace) -> list[tuple[str, int, int, str | N
     return matrix + [("base", 1, 2, "en", None), ("base", 1, 2, None, 0.0), ("base", 1, 1, None, 0.0)]
 
 
+#: Partial captions in the latency runs: tiny.en (the smaller model) re-transcribing the utterance in progress.
+PARTIALS = {"model": "tiny.en", "cadence": 0.4}
+#: The pause left between reference utterances in the continuous-speech meeting.
+CONTINUOUS_GAP_S = 0.25
+
+
+def continuous_meeting(audio: Path, reference: list[dict[str, Any]], folder: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """The meeting with every pause between utterances cut to `CONTINUOUS_GAP_S` (the reference's own spans,
+    spliced end to end: the words are the recording's, the times exact): speech that leaves the recogniser
+    no idle time, as a fast talker or a heated discussion does. Written as a 16 kHz WAV beside its reference."""
+    import wave
+
+    import numpy as np
+
+    from meetmem.edge.audio import read_file
+
+    samples = np.concatenate(list(read_file(audio, chunk_seconds=5.0)))
+    gap = np.zeros(int(CONTINUOUS_GAP_S * SAMPLE_RATE), dtype=np.int16)
+    parts: list[Any] = []
+    spliced: list[dict[str, Any]] = []
+    at = 0
+    for segment in reference:
+        piece = samples[int(segment["start"] * SAMPLE_RATE):int(segment["end"] * SAMPLE_RATE)]
+        spliced.append({**segment, "start": round(at / SAMPLE_RATE, 3),
+                        "end": round((at + len(piece)) / SAMPLE_RATE, 3)})
+        parts += [piece, gap]
+        at += len(piece) + len(gap)
+    path = folder / "continuous_meeting.wav"
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(SAMPLE_RATE)
+        out.writeframes(np.concatenate(parts).astype("<i2").tobytes())
+    return path, spliced
+
+
 def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]], *,
-                 chunks: Sequence[float] = (1.0,), embedder: str = "minilm") -> dict[str, Any]:
-    """The meeting at speaking pace into a real cloud, once per chunk length: 1 s is what `edge run
-    --realtime` reads a file in; 0.1 s is what the microphone delivers."""
+                 chunks: Sequence[float] = (1.0,), embedder: str = "minilm", partials: bool = True,
+                 continuous: bool = True) -> dict[str, Any]:
+    """The meeting at speaking pace into a real cloud: once per chunk length (1 s is what `edge run
+    --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions on; then, in
+    0.1 s chunks, without partials (what they cost the finals) and the continuous-speech meeting."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-cloud-") as tmp:
         db = Path(tmp) / "cloud.db"
         token = create_token(db)
         cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
+        runs: list[tuple[str, Path, list[dict[str, Any]], float, bool]] = [
+            (f"chunks_{chunk:g}s", audio, reference, chunk, partials) for chunk in chunks]
+        if partials:
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], False))
+        if continuous:
+            spliced, spliced_reference = continuous_meeting(audio, reference, Path(tmp))
+            runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1], partials))
         _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
         try:
             cloud.start()
             ready_s = cloud.wait_ready(600.0)
             at_ready = cloud.figures()
-            for chunk in chunks:
-                span = f"the first {cut:g} s" if cut else "all of it"
-                _note(ctx, f"latency: the meeting at speaking pace ({span}) in {chunk:g} s chunks, base beam 1 on 2 "
-                           "threads ...")
+            for name, path, ref, chunk, with_partials in runs:
+                span = f"the first {cut:g} s" if cut and path == audio else "all of it"
+                captions = f"partials by {PARTIALS['model']}" if with_partials else "no partials"
+                _note(ctx, f"latency: {name}: {path.name} at speaking pace ({span}) in {chunk:g} s chunks, base "
+                           f"beam 1 on 2 threads, {captions} ...")
                 result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True,
+                                   "partials": PARTIALS if with_partials else None,
                                    "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
-                                   "inputs": [{"path": str(audio), "meeting": f"latency-{chunk:g}s", "seconds": cut,
-                                               "chunk_seconds": chunk}]})
-                out[f"chunks_{chunk:g}s"] = latency_figures(result, reference)
-                _note(ctx, "  end of speech -> acknowledged p95 "
-                           f"{out[f'chunks_{chunk:g}s']['speech_end_to_ack'].get('p95_ms')} ms")
+                                   "inputs": [{"path": str(path), "meeting": f"latency-{name}",
+                                               "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
+                out[name] = latency_figures(result, ref)
+                out[name]["partials"] = with_partials
+                _note(ctx, "  end of speech -> acknowledged minus own transcription p95 "
+                           f"{out[name]['speech_end_to_ack_minus_own_transcription'].get('p95_ms')} ms; "
+                           f"first partial words p95 {out[name]['partial_first_words_after_spoken'].get('p95_ms')} ms")
             at_end = cloud.figures()
         finally:
             stopped = cloud.stop()
@@ -155,6 +212,41 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
                     "cpu_s_during_runs": round(at_end.get("cpu_s", 0.0) - at_ready.get("cpu_s", 0.0), 2),
                     "stop": stopped, "log_problems": problems}
     return out
+
+
+def word_times(reference: list[dict[str, Any]]) -> list[float]:
+    """When each reference word was done being spoken, in order: each utterance's span shared evenly among its
+    words (espeak-ng speaks at an even rate; an estimate for recorded speech)."""
+    times: list[float] = []
+    for segment in reference:
+        words = segment["text"].split()
+        span = segment["end"] - segment["start"]
+        times += [segment["start"] + span * (i + 1) / len(words) for i in range(len(words))]
+    return times
+
+
+def partial_figures(partials: list[dict[str, Any]], reference: list[dict[str, Any]]) -> dict[str, Any]:
+    """Partial-caption latency: when a confirmed word reached the HUD callback minus when it was spoken.
+
+    The i-th word of an utterance's caption is taken as the i-th reference word after the utterance's start
+    (`word_times`): a caption one word short or long of the reference shifts it by about one word's time."""
+    import bisect
+
+    times = word_times(reference)
+    first: list[float] = []
+    every: list[float] = []
+    shown: dict[float, int] = {}
+    for p in partials:
+        before = shown.get(p["start"], 0)
+        count = len(p["text"].split())
+        j0 = bisect.bisect_right(times, p["start"] + 0.05)
+        for i in range(before, count):
+            if j0 + i < len(times):
+                every.append(p["at"] - times[j0 + i])
+                if before == 0 and i == 0:
+                    first.append(p["at"] - times[j0 + i])
+        shown[p["start"]] = max(before, count)
+    return {"first": latency(first), "every": latency(every)}
 
 
 def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> dict[str, Any]:
@@ -193,6 +285,13 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
             [s["acked"] - speech[id(s)] - s["transcribe_s"] for s in acked]),
         "agent_reported_vad_end_to_outbox": latency(item["agent_latencies_s"]),
         "rtf_transcribe": round(item["transcribe_s"] / item["audio_s"], 4),
+        "recogniser_calls": item["recogniser_calls"], "language_detections": item["language_detections"],
+        "backlog_max_utterances": item["backlog_max"], "backlog_max_speech_s": item["backlog_max_s"],
+        "degradations": item["degradations"],
+        "partial_first_words_after_spoken": partial_figures(item["partials"] or [], reference)["first"],
+        "partial_every_word_after_spoken": partial_figures(item["partials"] or [], reference)["every"],
+        "partial_captions": len(item["partials"] or []), "partial_passes": item["partial_passes"],
+        "partial_recogniser_s": item["partial_s"],
         "edge_peak_rss_mb": result["peak_rss_mb"],
         "other_processes_cores": result["process"]["other_processes_cores"],
     }
@@ -250,6 +349,69 @@ def glossary_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict
     return {"glossary": terms,
             "how": "the reference's speaker names plus the product codes in its text (regex [A-Z][A-Z0-9]*-\\d+)",
             **runs}
+
+
+def library_part(ctx: Any, audio: Path, reference: list[dict[str, Any]], data: Path | None, *,
+                 quick: bool = False) -> dict[str, Any]:
+    """The edge beside plain faster-whisper (`transcribe(beam_size=1, vad_filter=True)`), the library it wraps:
+    the same weights, the English clips plus the meeting, 2 threads, in the same run. Each side runs in a
+    fresh process; the rounds alternate which side goes first, so a neighbour's load falls on both alike.
+    The ratio is the edge's RTF over plain faster-whisper's (1.0: as fast)."""
+    inputs: list[dict[str, Any]] = []
+    references: list[str] = []
+    clips = json.loads((data / "index.json").read_text(encoding="utf-8")) if data and (data / "index.json").is_file() \
+        else []
+    for n, clip in enumerate(c for c in clips if c["language"] == "en"):
+        inputs.append({"path": str(data / clip["file"]), "meeting": f"clip-{n}"})  # type: ignore[operator]
+        references.append(clip["reference"])
+    inputs.append({"path": str(audio), "meeting": "meeting"})
+    references.append(_text(reference))
+    models = ("base",) if quick else ("tiny.en", "base")
+    rounds = 1 if quick else 2
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {m: {"edge": [], "plain": []} for m in models}
+    for round_no in range(rounds):
+        for model in models:
+            sides = ("edge", "plain") if round_no % 2 == 0 else ("plain", "edge")
+            for side in sides:
+                _note(ctx, f"library: {model} beam 1 on 2 threads, {side}, round {round_no + 1} of {rounds} ...")
+                result = run_edge({"model": model, "beam": 1, "threads": 2, "plain": side == "plain",
+                                   "inputs": inputs})
+                runs[model][side].append(_library_run(result, references))
+                _note(ctx, f"  RTF {runs[model][side][-1]['rtf']}, meeting WER {runs[model][side][-1]['meeting_wer']}, "
+                           f"peak RSS {runs[model][side][-1]['peak_rss_mb']} MB")
+    out: dict[str, Any] = {"inputs": [i["path"] for i in inputs], "audio_s": runs[models[0]]["edge"][0]["audio_s"],
+                           "models": {}}
+    for model in models:
+        edge, plain = runs[model]["edge"], runs[model]["plain"]
+        ratios = [e["wall_s"] / p["wall_s"] for e, p in zip(edge, plain, strict=True)]
+        out["models"][model] = {
+            "edge": edge, "plain": plain,
+            "rtf_ratio_edge_over_plain": round(sum(e["wall_s"] for e in edge) / sum(p["wall_s"] for p in plain), 3),
+            "rtf_ratio_per_round": [round(r, 3) for r in ratios],
+            # CPU seconds (every thread of the process) hold up better than wall time on a shared machine.
+            "cpu_ratio_edge_over_plain": round(sum(e["cpu_s"] for e in edge) / sum(p["cpu_s"] for p in plain), 3),
+            "wer": {"edge_meeting": edge[0]["meeting_wer"], "plain_meeting": plain[0]["meeting_wer"],
+                    "edge_clips": edge[0]["clips_wer"], "plain_clips": plain[0]["clips_wer"]},
+            "peak_rss_mb": {"edge": max(e["peak_rss_mb"] for e in edge), "plain": max(p["peak_rss_mb"] for p in plain)}}
+    return out
+
+
+def _library_run(result: dict[str, Any], references: list[str]) -> dict[str, Any]:
+    items = result["inputs"]
+    wall, audio_s = sum(i["wall_s"] for i in items), sum(i["audio_s"] for i in items)
+    clip_scores = [error_rate(ref, _text(i["segments"])) for ref, i in zip(references[:-1], items[:-1], strict=True)]
+    cpu = sum(i["cpu_s"] for i in items)
+    return {"wall_s": round(wall, 2), "audio_s": round(audio_s, 2), "rtf": round(wall / audio_s, 4),
+            "cpu_s": round(cpu, 2), "cpu_per_audio_s": round(cpu / audio_s, 4),
+            "meeting_rtf": round(items[-1]["wall_s"] / items[-1]["audio_s"], 4),
+            "meeting_wer": error_rate(references[-1], _text(items[-1]["segments"]))["rate"],
+            "clips_wer": pooled(clip_scores)["rate"] if clip_scores else None,
+            # plain faster-whisper detects once per file (a multilingual model, no language given)
+            "language_detections": sum(i["language_detections"] for i in items) if "language_detections" in items[0]
+            else len(items),
+            "recogniser_calls": sum(i.get("recogniser_calls", 0) for i in items) or None,
+            "merged_utterances": sum(i.get("merged_utterances", 0) for i in items),
+            "peak_rss_mb": result["peak_rss_mb"], "other_processes_cores": result["process"]["other_processes_cores"]}
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -317,7 +479,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     if "speed" in parts:
         report["speed"] = speed(ctx, args, audio, cut, _text(reference))
     if "latency" in parts:
-        report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1))
+        report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1),
+                                         continuous=not args.quick)
     if "glossary" in parts:
         # The whole meeting's glossary even for a part of it: the organiser lists it before the meeting.
         terms = meeting_glossary(load_reference(transcript, None)[0])
@@ -326,6 +489,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         report["clips"] = clips_part(ctx, Path(args.data) if args.data else None)
         if "skipped" in report["clips"]:
             _note(ctx, f"clips skipped: {report['clips']['skipped']}")
+    if "library" in parts:
+        report["library"] = library_part(ctx, audio, load_reference(transcript, None)[0],
+                                         Path(args.data) if args.data else None, quick=args.quick)
     if "budget" in parts:
         from .edge_budget import budget_part
 
@@ -346,7 +512,7 @@ def _guarded(args: argparse.Namespace, ctx: Any) -> int:
         return 2
 
 
-PARTS = ("speed", "latency", "glossary", "clips", "budget")
+PARTS = ("speed", "latency", "glossary", "clips", "library", "budget")
 #: The resource budget (issue 8) takes half an hour more: asked for by name.
 DEFAULT_PARTS = ("speed", "latency", "glossary", "clips")
 
@@ -377,9 +543,9 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                         "RTF, CPU %% in speech and in silence, peak RSS, the smallest address-space cap and outbox "
                         "growth of tiny.en and base on 1 and 2 threads, projected onto a Raspberry Pi 4 and 5 "
                         "(about 25 minutes; sysbench for the projection)")
-    p.add_argument("--audio", default=str(DEMO / "sample_meeting.ogg"), help="the meeting recording (default: "
+    p.add_argument("--audio", default=str(demo_file("sample_meeting.ogg")), help="the meeting recording (default: "
                    "the generated sample meeting)")
-    p.add_argument("--reference", default=str(DEMO / "sample_meeting.jsonl"),
+    p.add_argument("--reference", default=str(demo_file("sample_meeting.jsonl")),
                    help="its reference transcript, interchange JSONL with speakers (default: the sample meeting's)")
     p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     p.set_defaults(func=_guarded)

@@ -13,7 +13,9 @@ was spoken at time `end` on this clock, for a paced input.
 
 The job: `model`, `beam`, `threads`, `language` (None: detect), `glossary`, `pack_seconds` (None: the
 agent's default), `pin_cores`, `paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each
-{path, meeting, seconds (None: all), chunk_seconds}.
+{path, meeting, seconds (None: all), chunk_seconds}. With `"plain": true` the process runs plain
+faster-whisper instead of the edge (`plain_capture`): the library the edge wraps, as its README shows it.
+`partials` ({model, cadence}) turns partial captions on for a paced input, each one noted with its time.
 
     echo '{"model": "tiny.en", "inputs": [{"path": "meeting.ogg", "meeting": "m"}]}' | \
         python -m meetmem.eval.edge_process
@@ -93,6 +95,8 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     # Pinned before the imports: numpy's BLAS starts its threads when imported, and a thread keeps the
     # affinity it was created with (run_edge pins the whole process before it starts, as taskset does).
     pinned = _pin(job.get("pin_cores"))
+    if job.get("plain"):
+        return plain_capture(job, pinned)
     from meetmem.edge.agent import CaptureOptions
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.outbox import Outbox
@@ -104,6 +108,12 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 3),
                            "rss_after_load_mb": proc_status().get("VmRSS"), "pinned_cpus": pinned, "inputs": []}
     glossary = tuple(job.get("glossary") or ())
+    partial_asr = None
+    if job.get("partials"):
+        partial_model = job["partials"].get("model") or job["model"]
+        partial_asr = asr if partial_model == job["model"] else WhisperASR(ASROptions(
+            model=partial_model, cpu_threads=int(job.get("threads", 2)), beam_size=1, language=language))
+        out["rss_after_partials_load_mb"] = proc_status().get("VmRSS")
     packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-") as tmp:
         for number, item in enumerate(job["inputs"]):
@@ -113,7 +123,8 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
             outbox = Outbox(path)
             try:
                 out["inputs"].append(_capture_one(item, asr, outbox, options, paced=bool(job.get("paced")),
-                                                  cloud=job.get("cloud")))
+                                                  cloud=job.get("cloud"), partial_asr=partial_asr,
+                                                  partial_cadence=(job.get("partials") or {}).get("cadence")))
             finally:
                 outbox.close()
             # What the outbox file holds once closed (its WAL checkpointed): the disk a run leaves behind.
@@ -127,8 +138,37 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def plain_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any]:
+    """Plain faster-whisper on the same weights and threads: `WhisperModel(...).transcribe(path,
+    beam_size=..., vad_filter=True)` on each whole file (its own decoding and Silero VAD), the language
+    detected once per file unless the job fixes it. The edge's yardstick for speed, WER and memory."""
+    from faster_whisper import WhisperModel
+
+    from meetmem.edge.models import whisper_model_dir
+
+    t0 = time.perf_counter()
+    model = WhisperModel(os.fspath(whisper_model_dir(job["model"])), device="cpu", compute_type="int8",
+                         cpu_threads=int(job.get("threads", 2)), local_files_only=True)
+    out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 3),
+                           "rss_after_load_mb": proc_status().get("VmRSS"), "pinned_cpus": pinned, "inputs": []}
+    for item in job["inputs"]:
+        began, cpu0 = time.perf_counter(), time.process_time()
+        segments, info = model.transcribe(item["path"], beam_size=int(job.get("beam", 1)), vad_filter=True,
+                                          language=job.get("language"))
+        texts = [s.text.strip() for s in segments]
+        out["inputs"].append({"path": item["path"], "meeting": item["meeting"], "audio_s": round(info.duration, 3),
+                              "wall_s": round(time.perf_counter() - began, 3),
+                              "cpu_s": round(time.process_time() - cpu0, 3), "language": info.language,
+                              "segments": [{"text": t, "raw_text": t} for t in texts if t]})
+    status = proc_status()
+    out["peak_rss_mb"] = status.get("VmHWM")
+    out["rss_at_end_mb"] = status.get("VmRSS")
+    return out
+
+
 def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, paced: bool,
-                 cloud: dict[str, Any] | None) -> dict[str, Any]:
+                 cloud: dict[str, Any] | None, partial_asr: Any = None,
+                 partial_cadence: float | None = None) -> dict[str, Any]:
     from meetmem.edge import audio
     from meetmem.edge.agent import CaptureAgent, source_id
 
@@ -171,7 +211,20 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
 
         client = CloudClient(cloud["url"], cloud["token"])
         uploader = Uploader(outbox, client)
-    agent = CaptureAgent(asr, outbox, options, on_segment=(lambda _: uploader.notify()) if uploader else None)
+    partials: list[dict[str, Any]] = []
+    caption = None
+    if partial_asr is not None:
+        from meetmem.edge.partials import PartialCaption, PartialOptions
+
+        caption = PartialCaption(partial_asr, PartialOptions(cadence_s=float(partial_cadence or 0.4)),
+                                 language=options.language, glossary=options.glossary)
+
+    def on_partial(partial: Any) -> None:
+        partials.append({"at": clock.now(), "start": partial.start, "heard_until": partial.heard_until,
+                         "text": partial.text, "new_words": partial.new_words})
+
+    agent = CaptureAgent(asr, outbox, options, on_segment=(lambda _: uploader.notify()) if uploader else None,
+                         partials=caption, on_partial=on_partial)
     drained = None
     cpu0 = time.process_time()
     with patched(asr, "transcribe", transcribe), patched(outbox, "put", put), patched(outbox, "ack", ack):
@@ -195,6 +248,10 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "path": item["path"], "meeting": item["meeting"], "audio_s": round(status.audio_time, 3),
         "wall_s": round(captured_s, 3), "cpu_s": round(cpu_s, 3), "transcribe_s": round(status.transcribe_time, 3),
         "recogniser_calls": len(calls), "dropped": status.dropped, "segments": stored,
+        "language_detections": status.language_detections, "merged_utterances": status.merged,
+        "backlog_max": status.backlog_max, "backlog_max_s": status.backlog_max_s,
+        "degradations": status.degradations, "partials": partials, "partial_passes": status.partial_passes,
+        "partial_s": round(status.partial_time, 3),
         "call_audio_s": [round(u["audio_s"], 3) for u in calls],
         "agent_latencies_s": [round(x, 4) for x in status.latencies],
         "uploader_acks": len(uploader.ack_times) if uploader is not None else None,

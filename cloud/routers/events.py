@@ -5,6 +5,11 @@ with the last id it saw gets exactly the segments it missed. A closure is sent a
 (ignored by a plain `onmessage` handler); the stream stays open, since a device catching up may still add
 segments after it. The stream's token is checked again every few seconds and before every event it sends:
 once it is revoked or expired, an `event: unauthorized` ends the stream (a reconnect then gets 401).
+
+Partial captions (`POST .../partials`, from an edge while someone is still speaking) go out as `event:
+partial` without an id: they are never stored, a reconnecting stream does not get them again, and the
+final segment (a plain event) replaces them. A partial that starts before the end of a segment the stream
+already sent is late and skipped.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.sse import EventSourceResponse, format_sse_event
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from meetmem.store.errors import InvalidSegment
 
@@ -28,6 +34,45 @@ router = APIRouter(prefix="/v1/meetings", tags=["live"])
 _BATCH = 200
 #: Event ids are chain positions, SQLite integers; a larger resume point could not even be compared.
 MAX_EVENT_ID = 2**62
+
+
+class PartialIn(BaseModel):
+    """A caption of the utterance in progress: its start, how far the edge has heard, the words so far."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    device_id: str = Field(min_length=1, max_length=200, description="the device capturing the utterance")
+    start: float = Field(ge=0, le=1e7, allow_inf_nan=False, description="the utterance's start (meeting seconds)")
+    heard_until: float = Field(ge=0, le=1e7, allow_inf_nan=False,
+                               description="the end of the audio the caption covers (meeting seconds)")
+    text: str = Field(max_length=4000, description="the words confirmed so far")
+
+    @model_validator(mode="after")
+    def _heard_after_start(self) -> PartialIn:
+        if self.heard_until < self.start:
+            raise ValueError(f"heard_until ({self.heard_until}) is before start ({self.start})")
+        return self
+
+
+class PartialAccepted(BaseModel):
+    meeting_id: str
+    partial: int = Field(description="the partial's number on this server (not stored)")
+    followers: int = Field(description="streams of the meeting it was sent to")
+
+
+@router.post(
+    "/{meeting_id}/partials",
+    response_model=PartialAccepted,
+    status_code=202,
+    responses=errors(401, 422),
+    summary="Show a partial caption on the meeting's live streams (never stored)",
+)
+def post_partial(meeting_id: MeetingId, body: PartialIn, service: Service, tenant: Tenant) -> PartialAccepted:
+    """Pass a partial caption to the meeting's event streams as an `event: partial`. Nothing is written: the
+    final segment replaces it. Accepted for a meeting with no segments yet (its first words come first)."""
+    key = (tenant, meeting_id)
+    number = service.feed.post_partial(key, body.device_id, body.model_dump())
+    return PartialAccepted(meeting_id=meeting_id, partial=number, followers=service.feed.subscribers(key))
 
 
 @router.get(
@@ -82,6 +127,8 @@ async def _stream(service: Service, tenant: str, meeting_id: str, after: int, ke
                   authorised: Callable[[], bool], recheck: float) -> AsyncIterator[bytes]:
     key = (tenant, meeting_id)
     announced: str | None = None
+    partial_seen = 0
+    final_end = 0.0
     with service.feed.subscribe(key) as wake:
         yield format_sse_event(comment="meetmem live captions", retry=2000)
         quiet_since = time.monotonic()
@@ -98,8 +145,13 @@ async def _stream(service: Service, tenant: str, meeting_id: str, after: int, ke
                 data = json.dumps(seg.public(), ensure_ascii=False)
                 yield format_sse_event(data_str=data, id=str(seg.chain_pos))
                 after = seg.chain_pos
+                final_end = max(final_end, seg.end)
             if len(rows) == _BATCH:
                 continue
+            for number, partial in service.feed.partials_after(key, partial_seen):
+                partial_seen = number
+                if partial["start"] >= final_end - 0.01:
+                    yield format_sse_event(data_str=json.dumps(partial, ensure_ascii=False), event="partial")
             closure = await run_in_threadpool(service.log.closure, meeting_id, tenant=tenant)
             if closure is not None and closure.closed_at != announced:
                 announced = closure.closed_at

@@ -141,10 +141,19 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
         keeper.prune()
     uploader = Uploader(outbox, client, SyncOptions(batch=args.batch), audio=keeper)
     status_line = StatusLine(outbox, uploader, enabled=not ctx.quiet)
+    caption, sender = _partials(args, asr, glossary, cloud, token, outbox.device_id, live or args.realtime,
+                                quiet=ctx.quiet)
+
+    def on_partial(partial: Any) -> None:
+        sender.offer(partial)
+        if glasses is not None:
+            glasses.show_caption(partial.text)
+
     agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id=args.meeting, language=asr.options.language,
                                                      glossary=glossary, speaker=args.speaker),
                          on_segment=lambda segment: _stored(segment, uploader, glasses), on_status=status_line,
-                         on_audio=keeper.feed if keeper is not None else None)
+                         on_audio=keeper.feed if keeper is not None else None,
+                         partials=caption, on_partial=on_partial if caption is not None else None)
     try:
         if glasses is not None:
             if not ctx.quiet:
@@ -156,6 +165,8 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 note(f"listening for an audio stream on {ws_input.url} (the message {{\"end\": true}} ends the "
                      "meeting; Ctrl-C stops)")
         uploader.start()
+        if sender is not None:
+            sender.start()
         # A stream's first audio may come long after the start: no wall-clock anchor for its latencies.
         status = agent.run(chunks, source=source, live=live,
                            anchor=time.time() if (args.input in ("-", "mic") or args.realtime) else None)
@@ -176,6 +187,8 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
             if glasses.disconnected.is_set() and not ctx.quiet:
                 note("the glasses disconnected; capture stopped")
         status_line.done()
+        if sender is not None:
+            sender.stop()
         uploader.stop()
         client.close()
     stats = outbox.stats()
@@ -221,6 +234,39 @@ def _send_kept_audio(keeper: Any, uploader: Any, client: Any, device_id: str, *,
     report = {"folder": str(keeper.folder), "chunks": counts, "bytes": keeper.disk_bytes()}
     keeper.shutdown()
     return report
+def _partials(args: argparse.Namespace, asr: Any, glossary: tuple[str, ...], cloud: str, token: str, device_id: str,
+              live: bool, *, quiet: bool) -> tuple[Any, Any]:
+    """The partial-caption policy and its sender for `--partials`, or (None, None).
+
+    The passes use tiny.en when the meeting is English (the finals' model is tiny.en, or `--language en`),
+    else the finals' own model; only live or paced input has an utterance in progress to caption."""
+    if args.partials == "off":
+        return None, None
+    if not args.partial_every > 0:
+        from meetmem.edge.errors import EdgeError
+
+        raise EdgeError(f"--partial-every must be a positive number of seconds, not {args.partial_every:g}")
+    if not live:
+        if not quiet:
+            note("--partials needs live input (a microphone, a stream or --realtime); a file read at full speed "
+                 "has no utterance in progress")
+        return None, None
+    from meetmem.edge.asr import ASROptions, WhisperASR
+    from meetmem.edge.partial_sender import PartialSender
+    from meetmem.edge.partials import PartialCaption, PartialOptions
+
+    english = args.model == "tiny.en" or asr.options.language == "en"
+    model = args.partials if args.partials != "auto" else ("tiny.en" if english else args.model)
+    if model == args.model:
+        partial_asr = asr
+    else:
+        if not quiet:
+            note(f"loading the Whisper {model} model for partial captions ...")
+        partial_asr = WhisperASR(ASROptions(model=model, cpu_threads=args.threads, beam_size=1,
+                                            language=asr.options.language))
+    caption = PartialCaption(partial_asr, PartialOptions(cadence_s=args.partial_every), language=asr.options.language,
+                             glossary=glossary)
+    return caption, PartialSender(cloud, token, args.meeting, device_id)
 
 
 def _stored(segment: Any, uploader: Any, glasses: Any) -> None:
@@ -358,7 +404,7 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     asr.add_argument("--cloud", default=None, help="the cloud's URL (env MEETMEM_CLOUD)")
     asr.add_argument("--token", default=None, help="a bearer token for the cloud (env MEETMEM_TOKEN)")
     asr.add_argument("--model", default="base", help="Whisper model: base (multilingual) or tiny.en (default base)")
-    asr.add_argument("--language", default="auto", help="en, zh or auto (detect per utterance; default)")
+    asr.add_argument("--language", default="auto", help="en, zh or auto (detected once a minute; default)")
     asr.add_argument("--beam", type=int, default=1, help="beam size (1: greedy, fastest; default 1)")
     asr.add_argument("--threads", type=int, default=2, help="CPU threads for the recogniser (default 2)")
     asr.add_argument("--glossary", default=None, help="comma-separated names and terms to spell right")
@@ -393,6 +439,13 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
                    help="seconds to wait for the cloud after the input ends (default 120)")
     p.add_argument("--realtime", action="store_true", help="replay a file at speaking pace, as a microphone would")
     p.add_argument("--speaker", default=None, help="a speaker label for every segment (the wearer)")
+    p.add_argument("--partials", default="off", choices=("off", "auto", "tiny.en", "base"),
+                   help="partial captions of the utterance in progress, live input only: re-transcribed every "
+                        "--partial-every seconds, a word shown once two passes agree, sent to the cloud's live "
+                        "stream (never stored) and to the glasses; auto: tiny.en for an English meeting, else the "
+                        "finals' model (default off: it takes about as much CPU again as the finals)")
+    p.add_argument("--partial-every", type=float, default=0.4, metavar="SECONDS",
+                   help="seconds of new speech between two partial passes (default 0.4)")
     p.add_argument("--device-id", default=None, help="the device id of a new outbox (default: random)")
     p.add_argument("--batch", type=int, default=50, help="segments per request (default 50)")
     p.add_argument("--no-keep-audio", dest="keep_audio", action="store_false",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from meetmem.edge import audio
@@ -87,3 +88,30 @@ def test_live_capture_packs_a_backlog_and_keeps_what_came_before_a_failure(base_
         assert "casing" in stored[2].text.lower()
         # A restarted live capture continues the meeting's clock instead of starting again at zero.
         assert outbox.progress("m", "live:mic") >= stored[-1].end
+
+
+def test_live_partial_captions_come_while_speaking_and_are_never_stored(tiny_asr: Any,
+                                                                       make_speech: Callable[..., Any],
+                                                                       tmp_path: Path) -> None:
+    from meetmem.edge.partials import PartialCaption, PartialOptions
+
+    speech = make_speech("We decided to use the aluminium casing for the first batch of the prototypes.")
+    step = 1600  # 0.1 s chunks at speaking pace, as a microphone delivers them
+    chunks = [speech.samples[i : i + step] for i in range(0, len(speech.samples), step)]
+    chunks += [np.zeros(step, dtype=np.int16)] * 10  # the pause that ends the utterance
+    events: list[tuple[str, Any]] = []
+    with Outbox(tmp_path / "o.db") as outbox:
+        agent = CaptureAgent(tiny_asr, outbox, CaptureOptions(meeting_id="m", language="en"),
+                             on_segment=lambda s: events.append(("final", s)),
+                             partials=PartialCaption(tiny_asr, PartialOptions(cadence_s=0.4), language="en"),
+                             on_partial=lambda p: events.append(("partial", p)))
+        status = agent.run(audio.paced(chunks), source="live:mic", live=True)
+        stored = outbox.pending(100)
+    assert [kind for kind, _ in events][-1] == "final" and len(stored) == 1  # partials are never stored
+    partials = [p for kind, p in events if kind == "partial"]
+    assert partials and status.partial_passes >= len(partials)
+    assert all(abs(p.start - stored[0].start) < 0.01 for p in partials)
+    assert partials[0].heard_until < stored[0].end  # shown before the utterance ended (how soon: the bench)
+    for before, after in zip(partials, partials[1:], strict=False):
+        assert after.text.startswith(before.text)
+    assert "casing" in stored[0].text.lower()

@@ -220,3 +220,56 @@ def test_the_microphone_without_sounddevice_is_a_clear_error(cli_command: list[s
                                 stdin=subprocess.DEVNULL)
         assert result.returncode == 1, result.stderr
         assert "sounddevice" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_partial_captions_reach_the_live_stream_and_only_finals_are_stored(
+        server: Any, meeting_audio: Any, tmp_path: Path, blocked_cli: list[str]) -> None:
+    import json
+    import queue
+    import threading
+
+    token = server.token("acme")
+    headers = {"Authorization": f"Bearer {token}"}
+    setup = {"device_id": "setup", "segments": [{"seq": 0, "start": 0.0, "end": 0.1, "text": "recording"}]}
+    assert httpx.post(f"{server.url}/v1/meetings/live/segments", json=setup, headers=headers).status_code == 200
+    events: queue.Queue = queue.Queue()
+
+    def follow() -> None:  # every event of the stream until the edge's sixth segment
+        finals, event = 0, {}
+        try:
+            with httpx.stream("GET", f"{server.url}/v1/meetings/live/events", headers=headers,
+                              timeout=httpx.Timeout(120.0)) as response:
+                for line in response.iter_lines():
+                    if line.startswith(":"):
+                        events.put(("comment", None))
+                    elif line == "" and "data" in event:
+                        kind = event.get("event", "message")
+                        events.put((kind, json.loads(event["data"])))
+                        finals += kind == "message" and json.loads(event["data"])["device_id"] != "setup"
+                        if finals == len(SENTENCES):
+                            return
+                        event = {}
+                    elif ":" in line:
+                        name, _, value = line.partition(":")
+                        event[name] = value.removeprefix(" ")
+        except httpx.HTTPError as exc:
+            events.put(("error", str(exc)))
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    assert events.get(timeout=60) == ("comment", None)  # following before the edge starts
+    run = subprocess.run([*blocked_cli, "edge", "run", "--input", str(meeting_audio.path), "--realtime",
+                          "--partials", "tiny.en", "--meeting", "live", "--cloud", server.url, "--token", token,
+                          "--outbox", str(tmp_path / "outbox.db"), "-q", "--model", "tiny.en", "--threads", "2"],
+                         capture_output=True, text=True, env=_env(), timeout=300)
+    assert run.returncode == 0, run.stderr
+    follower.join(timeout=60)
+    seen = []
+    while not events.empty():
+        seen.append(events.get())
+    partials = [data for kind, data in seen if kind == "partial"]
+    finals = [data for kind, data in seen if kind == "message" and data["device_id"] != "setup"]
+    assert len(finals) == len(SENTENCES) and partials, seen
+    assert all(p["text"] and p["device_id"] == finals[0]["device_id"] for p in partials)
+    rows = _segments(server.url, token, "live")
+    assert len(rows) == len(SENTENCES) + 1  # the partials were never stored

@@ -92,3 +92,17 @@ REFERENCE = [(0.5, 5.62), (6.73, 11.09), (11.5, 13.61), (19.48, 26.98)]
 ])
 def test_spoken_end(start: float, end: float, expected: float | None) -> None:
     assert spoken_end(start, end, REFERENCE) == expected
+
+
+def test_the_default_meeting_is_package_data_not_a_source_tree_path() -> None:
+    """`meetmem bench edge` without --audio/--reference reads the sample meeting from the installed package
+    (importlib.resources), so a wheel install finds it too."""
+    from pathlib import Path
+
+    import meetmem
+    from meetmem.eval.bench_edge import demo_file
+
+    package = Path(meetmem.__file__).resolve().parent
+    for name in ("sample_meeting.ogg", "sample_meeting.jsonl"):
+        path = demo_file(name)
+        assert path.is_file() and path.resolve().is_relative_to(package / "demo_data")
