@@ -4,6 +4,7 @@ cites stored segments verbatim."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,12 @@ def test_a_real_overflow_is_compacted_once_and_the_answer_cites_the_log(
     # Gemma has no system role: llama.cpp's format for it drops a system message, so it is folded in.
     with TranscriptLog(tmp_path / "m.db") as log, OpenAIChat(llama_server.url, llama_server.model, timeout=180,
                                                               max_tokens=24, system_role=False) as client:
-        log.append("review", device_id, segments)
+        # The sample meeting said three times over (three devices, one after another), so that the question's
+        # words find enough segments to overflow the window for certain, not by a few tokens of wording.
+        for copy in range(3):
+            shift = copy * (segments[-1].end + 10.0)
+            log.append("review", f"{device_id}-{copy}", [
+                replace(s, start=s.start + shift, end=s.end + shift) for s in segments])
         log.close_meeting("review")
         search = TranscriptSearch(log, None)
         digester = MeetingDigester(log, search, ExtractiveSummarizer())
