@@ -32,6 +32,10 @@ from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 log = logging.getLogger(__name__)
 
 _CJK = ("\u3400", "\u9fff")
+#: At most this share of the recogniser thread's time goes to partial captions: after a pass of d seconds
+#: the next waits d * (1 / PARTIAL_DUTY - 1) seconds, so on a slow or busy board the partials thin out
+#: instead of holding back the finals behind them.
+PARTIAL_DUTY = 0.5
 #: Silence put between packed utterances (as long as the VAD's default pause), and how far a recognised
 #: piece may reach into a second utterance before the pack is transcribed utterance by utterance instead.
 PACK_GAP = 0.6
@@ -151,6 +155,7 @@ class CaptureAgent:
         self.on_partial = on_partial
         self._speaking: tuple[int, np.ndarray] | None = None  # the utterance in progress (reader thread's)
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
+        self._partial_rest_until = 0.0  # monotonic time before which no partial pass starts (PARTIAL_DUTY)
 
     def run(self, chunks: Iterable[np.ndarray], *, source: str, live: bool = False,
             anchor: float | None = None) -> CaptureStatus:
@@ -276,6 +281,8 @@ class CaptureAgent:
         speaking = self._speaking
         if self.partials is None or speaking is None or speaking[0] < self._final_until:
             return
+        if time.monotonic() < self._partial_rest_until:
+            return
         start, audio = speaking
         if self.partials.language is None and self.languages.language is not None:
             self.partials.language = self.languages.language  # the finals' detected language
@@ -284,8 +291,10 @@ class CaptureAgent:
         partial = self.partials.process_iter()
         if partial is None:
             return
+        took = time.perf_counter() - began
         self.status.partial_passes += 1
-        self.status.partial_time += time.perf_counter() - began
+        self.status.partial_time += took
+        self._partial_rest_until = time.monotonic() + took * (1 / PARTIAL_DUTY - 1)
         if partial.new_words and self.on_partial is not None:
             self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
                                                 heard_until=round(offset + partial.heard_until, 3)))

@@ -196,6 +196,9 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
               "audio_seconds": round(status.audio_time, 2), "segments": status.segments,
               "dropped_utterances": status.dropped, "sent": uploader.sent, "pending": stats.pending,
               "rejected": stats.rejected, "real_time_factor": round(status.real_time_factor, 3),
+              "language_detections": status.language_detections, "backlog_max_utterances": status.backlog_max,
+              "degradations": status.degradations,
+              "partial_captions_sent": sender.sent if sender is not None else None,
               "outbox": str(outbox.path)}
     if audio_report is not None:
         report["audio"] = audio_report

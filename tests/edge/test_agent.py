@@ -115,3 +115,21 @@ def test_live_partial_captions_come_while_speaking_and_are_never_stored(tiny_asr
     for before, after in zip(partials, partials[1:], strict=False):
         assert after.text.startswith(before.text)
     assert "casing" in stored[0].text.lower()
+
+
+def test_falling_behind_takes_the_degradation_steps_in_order_and_reports_them(tmp_path: Path) -> None:
+    from meetmem.edge.asr import ASROptions, WhisperASR
+    from meetmem.edge.vad import Utterance
+
+    asr = WhisperASR(ASROptions(model="tiny.en", beam_size=3))
+    second = np.zeros(16000, dtype=np.float32)
+    waiting = [Utterance(0, 16000, second), Utterance(32000, 48000, second)]
+    with Outbox(tmp_path / "o.db") as outbox:
+        agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id="m"))
+        agent._note_backlog(waiting[:1], ended=False)  # one utterance waiting: keeping up
+        agent.languages.observe(None, "en", 0.0, -0.2)
+        for _ in range(3):
+            agent._note_backlog(waiting, ended=False)
+    assert [d["step"] for d in agent.status.degradations] == ["language fixed", "beam 1"]
+    assert asr.options.beam_size == 1 and agent.languages.language_for(1e6) == "en"
+    assert agent.status.backlog_max == 2 and agent.status.backlog_max_s == 2.0

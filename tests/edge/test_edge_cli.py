@@ -72,6 +72,7 @@ def test_edge_run_reaches_the_cloud_and_is_searchable(server: Any, cli_command: 
     assert result.returncode == 0, result.stderr
     report = __import__("json").loads(result.stdout)
     assert report["pending"] == 0 and report["sent"] == report["segments"] == len(SENTENCES)
+    assert report["degradations"] == [] and report["language_detections"] == 0  # a file, `--language en`
     rows = _segments(server.url, token, "review")
     _once(rows)
     assert len(rows) == len(SENTENCES)
@@ -260,9 +261,11 @@ def test_partial_captions_reach_the_live_stream_and_only_finals_are_stored(
     assert events.get(timeout=60) == ("comment", None)  # following before the edge starts
     run = subprocess.run([*blocked_cli, "edge", "run", "--input", str(meeting_audio.path), "--realtime",
                           "--partials", "tiny.en", "--meeting", "live", "--cloud", server.url, "--token", token,
-                          "--outbox", str(tmp_path / "outbox.db"), "-q", "--model", "tiny.en", "--threads", "2"],
+                          "--outbox", str(tmp_path / "outbox.db"), "-q", "--json", "--model", "tiny.en",
+                          "--threads", "2"],
                          capture_output=True, text=True, env=_env(), timeout=300)
     assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["partial_captions_sent"] > 0
     follower.join(timeout=60)
     seen = []
     while not events.empty():
