@@ -346,7 +346,9 @@ class TranscriptLog:
 
     def require_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
         if not self.has_meeting(meeting_id, tenant=tenant):
-            raise MeetingNotFound(tenant, meeting_id)
+            gone = self.read("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+                             (tenant, meeting_id))
+            raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0][0] if gone else None)
 
     def meetings(self, *, tenant: str | None = None) -> list[tuple[str, str]]:
         """`(tenant, meeting_id)` of every meeting, oldest first; all tenants when `tenant` is None."""
