@@ -380,6 +380,9 @@ class MeetingService:
         if self.digester is not None:
             self.digester.forget(meeting_id, tenant=tenant)
         self.sessions.forget(tenant, meeting_id)
+        sources = getattr(self.answerer, "sources", None)  # a language model's cached prompt contexts
+        if sources is not None and hasattr(sources, "forget"):
+            sources.forget(meeting_id, tenant=tenant)
         self.feed.forget(key)
         log.info("deleted meeting %r of tenant %r (%d segments): %s", meeting_id, tenant, tombstone.segments,
                  reason)
