@@ -10,7 +10,10 @@ from typing import Any
 
 import httpx
 
+from meetmem.store.log import TranscriptLog
+from meetmem.store.meeting_meta import MeetingMeta
 from meetmem.store.receipts import ReceiptKey
+from meetmem.store.records import SegmentInput
 from meetmem.store.tombstones import Tombstone, check_tombstone
 
 DEMO_AUDIO = Path(__file__).resolve().parents[2] / "meetmem" / "demo_data" / "sample_meeting.ogg"
@@ -97,10 +100,13 @@ def test_delete_a_meeting_everywhere(make_api: Any) -> None:
     assert api.client.get("/v1/tombstones", headers=other).json() == []
 
 
-def test_the_reaper_applies_retention(make_api: Any) -> None:
-    api = make_api(embedders=None, retention_days=30)
+def test_the_reaper_applies_retention(make_api: Any, tmp_path: Path) -> None:
+    db = tmp_path / "retained.db"
+    with TranscriptLog(db) as log:  # stored before the server starts: its reaper's first round finds them
+        log.append("old", "glasses", [SegmentInput(**row) for row in PRICE], tenant="acme",
+                   meta=MeetingMeta(started_at="2020-01-01T09:00:00+00:00"))
+    api = make_api(embedders=None, retention_days=30, db=db)
     headers = api.headers(api.token("acme"))
-    _post(api, headers, "old", PRICE, started_at="2020-01-01T09:00:00+00:00")
     _post(api, headers, "new", HW)
     deadline = time.monotonic() + 30
     while api.client.get("/v1/meetings/old", headers=headers).status_code != 404:
