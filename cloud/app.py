@@ -22,6 +22,7 @@ from meetmem.settings import Settings
 from meetmem.store.errors import (
     ImmutableLog,
     InvalidSegment,
+    MeetingDeleted,
     MeetingNotFound,
     SegmentNotFound,
     SequenceError,
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                      instances=settings.model_instances,
                                      on_load=lambda name: log.info("loading the %s embedding model", name))
         transcript_log = TranscriptLog(settings.db, max_bytes=settings.max_db_bytes)
+        receipts = ReceiptKey.load(settings.receipt_key_path(), create=True)
         search = TranscriptSearch(transcript_log, routes)
         summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
                                                llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
@@ -89,13 +91,15 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             search,
             answerer,
             ServiceOptions(close_after_silence=settings.close_after_silence,
-                           reap_interval=min(30.0, max(0.05, settings.close_after_silence / 4))),
+                           reap_interval=min(30.0, max(0.05, settings.close_after_silence / 4)),
+                           retention_days=settings.retention_days),
             voice=VoiceQuestions(settings.voice_model, threads=settings.threads or 1),
             digester=digester,
+            receipt_key=receipts,
         )
         app.state.settings = settings
         app.state.tokens = TokenStore(transcript_log)
-        app.state.receipts = ReceiptKey.load(settings.receipt_key_path(), create=True)
+        app.state.receipts = receipts
         app.state.service = service
         service.start()
         try:
@@ -133,6 +137,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
 
     for module in (health, meetings, ask, digests, events, across, export, audio, web):
         app.include_router(module.router)
+    app.include_router(meetings.tombstones_router)
     return app
 
 
@@ -187,6 +192,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         (SegmentNotFound, 404),
         (InvalidSegment, 422),
         (SequenceError, 409),
+        (MeetingDeleted, 409),
         (ImmutableLog, 409),
     ]
 

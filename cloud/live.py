@@ -54,6 +54,12 @@ class LiveFeed:
             except RuntimeError:  # that stream's loop has closed; its subscription is going away
                 pass
 
+    def forget(self, key: MeetingKey) -> None:
+        """Drop the meeting's partial captions and wake its streams, which then find it gone and end."""
+        with self._lock:
+            self._partials.pop(key, None)
+        self.publish(key)
+
     def subscribers(self, key: MeetingKey) -> int:
         with self._lock:
             return len(self._waiters.get(key, ()))

@@ -63,6 +63,11 @@ class PromptSources:
         self._cached: dict[tuple[str, str], tuple[object, MeetingContext]] = {}
         self._lock = threading.Lock()
 
+    def forget(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
+        """Drop the meeting's cached context (after it was deleted)."""
+        with self._lock:
+            self._cached.pop((tenant, meeting_id), None)
+
     def meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[MeetingContext, bool]:
         """The stable part of the meeting's prompts, and whether the meeting is still going."""
         live = self.log.closure(meeting_id, tenant=tenant) is None

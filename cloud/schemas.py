@@ -89,6 +89,21 @@ class ReceiptOut(BaseModel):
     sig: str = Field(description="HMAC-SHA256 of the fields above with the server's receipt key")
 
 
+class TombstoneOut(BaseModel):
+    """What stays of a deleted meeting, forever: signed with the server's receipt key."""
+
+    version: int
+    tenant: str
+    meeting_id: str
+    deleted_at: str = Field(description="when it was deleted (UTC, ISO 8601)")
+    reason: str = Field(description="why: the tenant's request, or the retention policy and the meeting's age")
+    segments: int = Field(description="how many segment rows the meeting held")
+    head_pos: int = Field(description="the last chain position of the meeting's log (-1: none)")
+    head_hash: str = Field(description="the hash of the chain at that position")
+    key_id: str = Field(description="which server key signed it")
+    sig: str = Field(description="HMAC-SHA256 of the fields above with the server's receipt key")
+
+
 class IngestResponse(BaseModel):
     meeting_id: str
     device_id: str

@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from meetmem.store.errors import MeetingNotFound, StoreError
 from meetmem.store.log import TranscriptLog
 from meetmem.store.meeting_meta import MeetingMeta
+from meetmem.store.receipts import ReceiptKey
 from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, segment_id_for
+from meetmem.store.retention import Expired, RetentionPolicy
+from meetmem.store.tombstones import Tombstone
 
 from .indexer import BackgroundIndexer
 from .live import LiveFeed
@@ -59,6 +62,11 @@ class ServiceOptions:
     reap_interval: float = 30.0
     warm_indexes: bool = True
     summary_pause: float = 2.0
+    #: Delete meetings older than this many days (by start, else last segment), unless the tenant's own
+    #: retention setting says otherwise; None: keep (MEETMEM_RETENTION_DAYS). Checked every
+    #: `retention_interval` seconds by the reaper, and once at start.
+    retention_days: int | None = None
+    retention_interval: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,7 @@ class MeetingService:
         voice: VoiceQuestions | None = None,
         digester: MeetingDigester | None = None,
         clock: Callable[[], float] = time.monotonic,
+        receipt_key: ReceiptKey | None = None,
     ) -> None:
         self.log = log
         self.search = search
@@ -104,6 +113,9 @@ class MeetingService:
         self.voice = voice or VoiceQuestions("none")
         self.feed = LiveFeed()
         self.digester = digester
+        self.receipt_key = receipt_key
+        self._retention = RetentionPolicy(log, default_days=self.options.retention_days)
+        self._retention_due = 0.0
         self.summaries = BackgroundIndexer(self._summarize, name="meetmem-summarizer",
                                            pause=self.options.summary_pause)
         self.indexer = BackgroundIndexer(self._index)
@@ -343,6 +355,64 @@ class MeetingService:
                                 meeting_id, tenant, exc)
         return closed
 
+    # -- deletion and retention -------------------------------------------------------------------------
+    def delete(self, tenant: str, meeting_id: str, *, reason: str = "deleted by the tenant") -> Tombstone:
+        """Delete the meeting (store/log.py `delete_meeting`): its rows in one transaction, then its audio
+        files, then everything held in memory of it; its open event streams end.
+
+        Raises:
+            MeetingNotFound: the tenant has no such meeting (another tenant's is not seen).
+        """
+        if self.receipt_key is None:
+            raise StoreError("this service has no receipt key to sign tombstones with")
+        from meetmem.store.audio import AudioStore
+
+        tombstone, shas = self.log.delete_meeting(meeting_id, tenant=tenant, reason=reason, key=self.receipt_key)
+        key = (tenant, meeting_id)
+        try:
+            AudioStore(self.log).remove_files(meeting_id, shas, tenant=tenant)
+        except Exception:  # the rows are gone for good; a file left behind is logged, not a failed deletion
+            log.exception("removing the audio files of deleted meeting %r of tenant %r failed", meeting_id, tenant)
+        with self._activity_lock:
+            self._activity.pop(key, None)
+        self._reap_failed.discard(key)
+        self.search.forget(meeting_id, tenant=tenant)
+        if self.digester is not None:
+            self.digester.forget(meeting_id, tenant=tenant)
+        self.sessions.forget(tenant, meeting_id)
+        sources = getattr(self.answerer, "sources", None)  # a language model's cached prompt contexts
+        if sources is not None and hasattr(sources, "forget"):
+            sources.forget(meeting_id, tenant=tenant)
+        self.feed.forget(key)
+        log.info("deleted meeting %r of tenant %r (%d segments): %s", meeting_id, tenant, tombstone.segments,
+                 reason)
+        return tombstone
+
+    def tombstones(self, tenant: str) -> list[Tombstone]:
+        return self.log.tombstones(tenant=tenant)
+
+    def apply_retention(self) -> list[Expired]:
+        """Delete every meeting past its tenant's retention; returns those deleted."""
+        done = []
+        for item in self._retention.expired():
+            try:
+                self.delete(item.tenant, item.meeting_id,
+                            reason=f"retention: older than {item.days} days (by {item.basis} {item.since})")
+                done.append(item)
+            except MeetingNotFound:
+                pass  # deleted meanwhile
+        return done
+
+    def _retention_round(self) -> None:
+        now = self.clock()
+        if now < self._retention_due or self.receipt_key is None:
+            return
+        self._retention_due = now + max(1.0, self.options.retention_interval)
+        try:
+            self.apply_retention()
+        except Exception:  # the next round tries again
+            log.exception("applying the retention policy failed")
+
     def _seed_activity(self) -> None:
         """After a restart, open meetings count their silence from their newest segment's arrival."""
         now_wall = datetime.now(UTC)
@@ -361,3 +431,4 @@ class MeetingService:
                 self.close_silent()
             except Exception:  # keep reaping; the next round tries again
                 log.exception("closing silent meetings failed")
+            self._retention_round()

@@ -64,6 +64,12 @@ class SessionStore:
                 self._sessions.move_to_end(key)
             return session
 
+    def forget(self, tenant: str, meeting_id: str) -> None:
+        """Drop every session of the meeting (after it was deleted)."""
+        with self._lock:
+            for key in [k for k in self._sessions if k[:2] == (tenant, meeting_id)]:
+                del self._sessions[key]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)

@@ -122,6 +122,11 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="seconds between checks of an open event stream's token while it is idle "
         "(it is also checked before every event): a revoked or expired token's stream ends within this",
     )
+    retention_days: int | None = Field(
+        default=None, ge=1, description="delete meetings older than this many days (by their start, else their "
+        "last segment's arrival), leaving a signed tombstone each; none by default (kept forever). A tenant's "
+        "own setting (`meetmem retention set`) overrides it",
+    )
     receipt_key: Path | None = Field(
         default=None,
         description="the file of the key that signs every acknowledgement's receipt (made on first use; default: "

@@ -21,7 +21,7 @@ import os
 import shutil
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -286,3 +286,17 @@ class AudioStore:
             if not self.log.read("SELECT 1 FROM meeting_audio WHERE sha256 = ? LIMIT 1", (sha,)):
                 self._file(sha).unlink(missing_ok=True)
         return len(chunks)
+
+    def remove_files(self, meeting_id: str, shas: Iterable[str], *, tenant: str = DEFAULT_TENANT) -> int:
+        """After a meeting's deletion committed (`TranscriptLog.delete_meeting`): remove its audio files that
+        no other meeting's rows name, and its rendered audio; returns how many files went."""
+        shutil.rmtree(self.rendered_folder(meeting_id, tenant=tenant), ignore_errors=True)
+        removed = 0
+        for sha in set(shas):
+            if self.log.read("SELECT 1 FROM meeting_audio WHERE sha256 = ? LIMIT 1", (sha,)):
+                continue
+            path = self._file(sha)
+            if path.exists():
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed

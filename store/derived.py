@@ -67,6 +67,8 @@ class DerivedStore:
         key = (tenant, digest.meeting_id)
         with self.log.transaction():
             conn = self.log.db.conn
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", key).fetchone() is None:
+                return  # deleted while its digest was being made: nothing derived from it may stay
             for table in _TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key)
             conn.executemany(

@@ -41,10 +41,12 @@ class InvalidSegment(StoreError):
 class MeetingNotFound(StoreError):
     """The tenant has no meeting with that id."""
 
-    def __init__(self, tenant: str, meeting_id: str) -> None:
+    def __init__(self, tenant: str, meeting_id: str, *, deleted_at: str | None = None) -> None:
         self.tenant = tenant
         self.meeting_id = meeting_id
-        super().__init__(f"no meeting {meeting_id!r} for tenant {tenant!r}")
+        self.deleted_at = deleted_at
+        gone = f" (it was deleted at {deleted_at})" if deleted_at else ""
+        super().__init__(f"no meeting {meeting_id!r} for tenant {tenant!r}{gone}")
 
 
 class SegmentNotFound(StoreError):
@@ -57,3 +59,14 @@ class ImmutableLog(StoreError):
 
 class SequenceError(StoreError):
     """A device's segments arrived with a `seq` that goes backwards or repeats with different content."""
+
+
+class MeetingDeleted(StoreError):
+    """The meeting was deleted: its id is taken by a tombstone and stays so (re-posting it is refused)."""
+
+    def __init__(self, tenant: str, meeting_id: str, deleted_at: str) -> None:
+        self.tenant = tenant
+        self.meeting_id = meeting_id
+        self.deleted_at = deleted_at
+        super().__init__(f"meeting {meeting_id!r} of tenant {tenant!r} was deleted at {deleted_at} and its "
+                         "tombstone keeps the id: send these segments under a new meeting id")

@@ -20,7 +20,7 @@ from typing import Any
 
 import sqlite_utils
 
-from .errors import ImmutableLog, InvalidSegment, MeetingNotFound, SequenceError, StoreError
+from .errors import ImmutableLog, InvalidSegment, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
 from .interchange import check_id, check_segment_input
 from .meeting_meta import MeetingMeta, meta_from_row, write_meta
 from .receipts import Receipt, ReceiptError, ReceiptKey
@@ -36,6 +36,7 @@ from .records import (
     segment_id_for,
 )
 from .schema import create_schema
+from .tombstones import Tombstone, check_tombstone, sign_tombstone
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,9 @@ READER_POOL_SIZE = 8
 # The log's columns are the record's fields, in the record's order.
 _SEGMENT_COLUMNS = tuple(f.name for f in fields(Segment))
 _SELECT = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+
+_TOMBSTONE_COLUMNS = "tenant, meeting_id, deleted_at, reason, segments, head_pos, head_hash, key_id, sig, version"
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
@@ -222,6 +226,10 @@ class TranscriptLog:
         self, tenant: str, meeting_id: str, device_id: str, ordered: Sequence[SegmentInput]
     ) -> AppendResult:
         conn = self._conn
+        gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+                            (tenant, meeting_id)).fetchone()
+        if gone is not None:
+            raise MeetingDeleted(tenant, meeting_id, gone[0])
         conn.execute(
             "INSERT OR IGNORE INTO meetings (tenant, meeting_id, created_at) VALUES (?, ?, ?)",
             (tenant, meeting_id, _now()),
@@ -338,7 +346,9 @@ class TranscriptLog:
 
     def require_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
         if not self.has_meeting(meeting_id, tenant=tenant):
-            raise MeetingNotFound(tenant, meeting_id)
+            gone = self.read("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+                             (tenant, meeting_id))
+            raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0][0] if gone else None)
 
     def meetings(self, *, tenant: str | None = None) -> list[tuple[str, str]]:
         """`(tenant, meeting_id)` of every meeting, oldest first; all tenants when `tenant` is None."""
@@ -491,6 +501,84 @@ class TranscriptLog:
             "AND s.meeting_id = m.meeting_id ORDER BY chain_pos DESC LIMIT 1) FROM meetings m"
         )
         return [(t, m, r or "") for t, m, r in rows if self.closure(m, tenant=t) is None]
+
+    # -- deletion: the one way rows leave the log -------------------------------------------------------
+    #: Derived tables keyed by (tenant, meeting_id), made by the modules that own them (each may be absent).
+    DERIVED_MEETING_TABLES = ("summary_sections", "meeting_digests", "ledger_items", "meeting_audio", "audio_policy")
+
+    def delete_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "deleted",
+                       key: ReceiptKey) -> tuple[Tombstone, list[str]]:
+        """Delete a meeting: its segments, closures, head and metadata, and every row derived from it
+        (vectors, summaries, ledger, audio rows and policy), all in one transaction, leaving a tombstone
+        signed with `key` (store/tombstones.py; the schema allows the DELETEs only for a tombstoned meeting).
+
+        The audio files are not touched here: they go after the commit (`AudioStore.remove_files` with the
+        returned sha256s), since a file removed before a rolled-back transaction could not come back.
+
+        Returns:
+            the tombstone, and the sha256 of each audio file the meeting's rows named.
+
+        Raises:
+            MeetingNotFound: the tenant has no such meeting (a deleted one included).
+        """
+        check_id("meeting id", meeting_id)
+        check_id("tenant", tenant)
+        reason = " ".join(str(reason).split())[:200] or "deleted"
+        key_args = (tenant, meeting_id)
+        try:
+            with self.transaction():
+                conn = self._conn
+                found = conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", key_args)
+                if found.fetchone() is None:
+                    raise MeetingNotFound(tenant, meeting_id)
+                count = conn.execute("SELECT COUNT(*) FROM segments WHERE tenant = ? AND meeting_id = ?",
+                                     key_args).fetchone()[0]
+                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND "
+                                    "meeting_id = ?", key_args).fetchone()
+                head_pos, head_hash = (int(head[0]), str(head[1])) if head else (-1, GENESIS_HASH)
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                shas = ([r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM meeting_audio WHERE tenant = ? AND "
+                                                     "meeting_id = ?", key_args)]
+                        if "meeting_audio" in tables else [])
+                tombstone = sign_tombstone(key, tenant=tenant, meeting_id=meeting_id, deleted_at=_now(),
+                                           reason=reason, segments=int(count), head_pos=head_pos,
+                                           head_hash=head_hash)
+                t = tombstone
+                # The tombstone first: the schema's triggers refuse these DELETEs for a meeting without one.
+                conn.execute("INSERT INTO meeting_deletions (tenant, meeting_id, deleted_at, reason, segments, "
+                             "head_pos, head_hash, key_id, sig, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
+                              t.key_id, t.sig, t.version))
+                if "segment_vectors" in tables:
+                    conn.execute("DELETE FROM segment_vectors WHERE segment_id IN (SELECT segment_id FROM segments "
+                                 "WHERE tenant = ? AND meeting_id = ?)", key_args)
+                for table in self.DERIVED_MEETING_TABLES:
+                    if table in tables:
+                        conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key_args)
+                for table in ("segments", "meeting_closures", "meeting_heads", "meetings"):
+                    conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key_args)
+        except sqlite3.Error as exc:
+            raise StoreError(f"deleting meeting {meeting_id!r} failed, nothing was removed: {exc}") from exc
+        return tombstone, shas
+
+    def tombstone(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Tombstone | None:
+        """The meeting's tombstone, if it was deleted."""
+        rows = self.read(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+                         (tenant, meeting_id))
+        return Tombstone(*rows[0]) if rows else None
+
+    def tombstones(self, *, tenant: str | None = None) -> list[Tombstone]:
+        """Every tombstone (of one tenant, or all), oldest deletion first."""
+        if tenant is None:
+            rows = self.read(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, rowid")
+        else:
+            rows = self.read(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? "
+                             "ORDER BY deleted_at, rowid", (tenant,))
+        return [Tombstone(*r) for r in rows]
+
+    def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:
+        """Raises `ReceiptError` unless `key` signed the tombstone as stored."""
+        check_tombstone(key, tombstone)
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:

@@ -8,11 +8,24 @@ from __future__ import annotations
 
 import sqlite_utils
 
+# Deleting a meeting is the one way rows leave the log, and it has one narrow door: a DELETE of a meeting's
+# rows (segments, closures, head, the meeting itself) is allowed only once that meeting has a tombstone in
+# `meeting_deletions`, which `TranscriptLog.delete_meeting` inserts first, in the same transaction. So every
+# other DELETE (a plain `DELETE FROM segments`, a bug, a hand on the file with the sqlite3 shell) is refused
+# as before, and no row can leave without a signed tombstone that stays forever (its own triggers refuse to
+# change or remove it) and names how many rows the meeting held and where its chain ended. A rolled-back
+# deletion takes its tombstone with it, so nothing is left half-deleted. Chosen over a bypass flag (a
+# temporary table or a settings row that the deletion sets and clears): a flag left set by a crash or by
+# another connection would open every meeting at once, where a tombstone opens only its own meeting, and
+# only a meeting that is, by then, deleted for good (new segments under its id are refused).
+_NO_TOMBSTONE = ("NOT EXISTS (SELECT 1 FROM meeting_deletions d WHERE d.tenant = OLD.tenant "
+                 "AND d.meeting_id = OLD.meeting_id)")
+
 SCHEMA_TRIGGERS = [
     # The log is append-only: the database refuses to change or remove a row, whoever asks.
     """CREATE TRIGGER IF NOT EXISTS segments_refuse_update BEFORE UPDATE ON segments
        BEGIN SELECT RAISE(ABORT, 'transcript log is append-only: UPDATE refused'); END""",
-    """CREATE TRIGGER IF NOT EXISTS segments_refuse_delete BEFORE DELETE ON segments
+    f"""CREATE TRIGGER IF NOT EXISTS segments_refuse_delete BEFORE DELETE ON segments WHEN {_NO_TOMBSTONE}
        BEGIN SELECT RAISE(ABORT, 'transcript log is append-only: DELETE refused'); END""",
     # INSERT OR REPLACE deletes the old row without firing delete triggers (unless recursive_triggers is
     # on), so a second insert of a stored segment is silently dropped before it can replace anything.
@@ -23,19 +36,28 @@ SCHEMA_TRIGGERS = [
          OR EXISTS (SELECT 1 FROM segments WHERE tenant = NEW.tenant AND meeting_id = NEW.meeting_id
                     AND chain_pos = NEW.chain_pos)
        BEGIN SELECT RAISE(IGNORE); END""",
-    """CREATE TRIGGER IF NOT EXISTS meetings_refuse_delete BEFORE DELETE ON meetings
+    f"""CREATE TRIGGER IF NOT EXISTS meetings_refuse_delete BEFORE DELETE ON meetings WHEN {_NO_TOMBSTONE}
        BEGIN SELECT RAISE(ABORT, 'meetings are never deleted from the log'); END""",
     """CREATE TRIGGER IF NOT EXISTS closures_refuse_update BEFORE UPDATE ON meeting_closures
        BEGIN SELECT RAISE(ABORT, 'meeting closures are append-only: UPDATE refused'); END""",
-    """CREATE TRIGGER IF NOT EXISTS closures_refuse_delete BEFORE DELETE ON meeting_closures
+    f"""CREATE TRIGGER IF NOT EXISTS closures_refuse_delete BEFORE DELETE ON meeting_closures WHEN {_NO_TOMBSTONE}
        BEGIN SELECT RAISE(ABORT, 'meeting closures are append-only: DELETE refused'); END""",
     # A meeting's head only moves forward, and is never removed: a log cut short no longer reaches it.
     """CREATE TRIGGER IF NOT EXISTS heads_refuse_going_back BEFORE UPDATE ON meeting_heads
        WHEN NEW.head_pos <= OLD.head_pos OR NEW.tenant != OLD.tenant OR NEW.meeting_id != OLD.meeting_id
        BEGIN SELECT RAISE(ABORT, 'a meeting head only moves forward: UPDATE refused'); END""",
-    """CREATE TRIGGER IF NOT EXISTS heads_refuse_delete BEFORE DELETE ON meeting_heads
+    f"""CREATE TRIGGER IF NOT EXISTS heads_refuse_delete BEFORE DELETE ON meeting_heads WHEN {_NO_TOMBSTONE}
        BEGIN SELECT RAISE(ABORT, 'meeting heads are never deleted: DELETE refused'); END""",
+    # Tombstones are kept forever, as they were signed.
+    """CREATE TRIGGER IF NOT EXISTS deletions_refuse_update BEFORE UPDATE ON meeting_deletions
+       BEGIN SELECT RAISE(ABORT, 'tombstones are kept as signed: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS deletions_refuse_delete BEFORE DELETE ON meeting_deletions
+       BEGIN SELECT RAISE(ABORT, 'tombstones are kept forever: DELETE refused'); END""",
 ]
+
+#: Triggers whose body changed since a database could have been made: dropped and made again on open.
+_REMADE_TRIGGERS = ("segments_refuse_delete", "meetings_refuse_delete", "closures_refuse_delete",
+                    "heads_refuse_delete")
 
 
 
@@ -100,7 +122,18 @@ def create_schema(db: sqlite_utils.Database) -> None:
             "SELECT s.tenant, s.meeting_id, s.chain_pos, s.hash FROM segments s WHERE s.chain_pos = "
             "(SELECT MAX(t.chain_pos) FROM segments t WHERE t.tenant = s.tenant AND t.meeting_id = s.meeting_id)"
         )
+    if "meeting_deletions" not in db.table_names():
+        # Tombstones (store/tombstones.py): one per deleted meeting, signed, kept forever.
+        db.execute(
+            "CREATE TABLE meeting_deletions (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, deleted_at TEXT NOT NULL, "
+            "reason TEXT NOT NULL, segments INTEGER NOT NULL, head_pos INTEGER NOT NULL, head_hash TEXT NOT NULL, "
+            "key_id TEXT NOT NULL, sig TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (tenant, meeting_id))"
+        )
     _migrate_meeting_metadata(db)
+    for name in _REMADE_TRIGGERS:
+        row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).fetchone()
+        if row is not None and "meeting_deletions" not in row[0]:
+            db.execute(f"DROP TRIGGER {name}")
     for statement in SCHEMA_TRIGGERS:
         db.execute(statement)
 

@@ -95,6 +95,14 @@ class MeetingDigester:
         with self._locks_guard:
             return self._locks.setdefault(key, threading.Lock())
 
+    def forget(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
+        """Drop what is held in memory for the meeting (after it was deleted)."""
+        key = (tenant, meeting_id)
+        self._live.pop(key, None)
+        self._stale.discard(key)
+        with self._locks_guard:
+            self._locks.pop(key, None)
+
     def invalidate(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
         """Mark the stored digest out of date although no row changed (the meeting's date did)."""
         self._stale.add((tenant, meeting_id))

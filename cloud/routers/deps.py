@@ -55,7 +55,8 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         400: "the body is not UTF-8 encoded JSON",
         401: "missing, unknown, revoked or expired bearer token",
         404: "the tenant has no such meeting",
-        409: "a seq already stored with different content, or going backwards",
+        409: "a seq already stored with different content, or going backwards; or the meeting was deleted "
+        "(its tombstone keeps the id)",
         408: "the request body stopped arriving (nothing for `MEETMEM_BODY_TIMEOUT` seconds)",
         413: "the request body is larger than the configured limit",
         422: "a malformed request: the detail names the field",

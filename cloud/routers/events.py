@@ -140,6 +140,10 @@ async def _stream(service: Service, tenant: str, meeting_id: str, after: int, ke
                 yield format_sse_event(data_str=json.dumps({"detail": "the token was revoked or has expired"}),
                                        event="unauthorized")
                 return
+            if not await run_in_threadpool(service.log.has_meeting, meeting_id, tenant=tenant):
+                # Deleted while followed: say so and end (its segments are gone, nothing more comes).
+                yield format_sse_event(data_str=json.dumps({"meeting_id": meeting_id}), event="deleted")
+                return
             rows = await run_in_threadpool(service.chain_after, tenant, meeting_id, after, _BATCH)
             for seg in rows:
                 data = json.dumps(seg.public(), ensure_ascii=False)

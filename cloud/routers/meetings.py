@@ -11,7 +11,7 @@ from meetmem.store.interchange import validate_segment
 from meetmem.store.meeting_meta import meeting_meta
 from meetmem.store.records import SegmentInput
 
-from ..schemas import ClosureOut, IngestRequest, IngestResponse, MeetingOut, ReceiptOut, SegmentOut
+from ..schemas import ClosureOut, IngestRequest, IngestResponse, MeetingOut, ReceiptOut, SegmentOut, TombstoneOut
 from ..service import MeetingInfo
 from .deps import MeetingId, Service, Tenant, errors
 
@@ -56,6 +56,7 @@ def post_segments(meeting_id: MeetingId, body: IngestRequest, request: Request, 
                   tenant: Tenant) -> IngestResponse:
     """Store the batch, all or nothing. A replayed `(device_id, seq)` with the same content adds nothing,
     so a device may resend a batch it is unsure about. The first batch to an unknown meeting id creates it;
+    a deleted meeting's id stays taken by its tombstone (409);
     `title`, `started_at` and `participants` beside `device_id` describe the meeting (given later, they
     replace what was stored).
     The answer comes once the batch is durable; indexing follows in the background (searchable at once)."""
@@ -102,3 +103,27 @@ def close_meeting(meeting_id: MeetingId, service: Service, tenant: Tenant) -> Me
     device catching up, are still stored and reopen it."""
     service.close(tenant, meeting_id)
     return _meeting_out(service.meeting(tenant, meeting_id))
+
+
+@router.delete(
+    "/{meeting_id}",
+    response_model=TombstoneOut,
+    responses=errors(401, 404, 422),
+    summary="Delete the meeting: segments, derived data and audio; answers with its signed tombstone",
+)
+def delete_meeting(meeting_id: MeetingId, service: Service, tenant: Tenant) -> TombstoneOut:
+    """Remove the meeting's segments, summaries, ledger, vectors and audio, in one transaction (the audio
+    files right after), and keep a tombstone signed with the server's receipt key: the meeting's id, when,
+    why, how many segments it held and where its hash chain ended. Afterwards every route of the meeting
+    answers 404, it leaves the meeting list and cross-meeting search, its live streams end with an event
+    `deleted`, and segments posted under its id are refused with 409."""
+    return TombstoneOut(**service.delete(tenant, meeting_id).public())
+
+
+tombstones_router = APIRouter(prefix="/v1/tombstones", tags=["meetings"])
+
+
+@tombstones_router.get("", response_model=list[TombstoneOut], responses=errors(401),
+                       summary="The tenant's deleted meetings, oldest deletion first")
+def list_tombstones(service: Service, tenant: Tenant) -> list[TombstoneOut]:
+    return [TombstoneOut(**t.public()) for t in service.tombstones(tenant)]

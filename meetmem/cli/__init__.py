@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .bench_commands import add_bench_commands
     from .cloud_commands import add_cloud_commands
+    from .delete_commands import add_delete_commands
     from .demo import add_demo_command
     from .digest_commands import add_digest_commands
     from .edge_commands import add_edge_commands
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_commands(sub, common)
     add_digest_commands(sub, common)
     add_export_commands(sub, common)
+    add_delete_commands(sub, common, common_flags(tenant=False))
     add_cloud_commands(sub, common, common_flags(tenant=False))
     add_edge_commands(sub, common)
     add_bench_commands(sub, common)

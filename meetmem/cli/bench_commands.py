@@ -18,6 +18,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         ami_questions,
         bench_audio,
         bench_context,
+        bench_delete,
         bench_edge,
         bench_faults,
         bench_serve,
@@ -38,3 +39,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     locomo.add_parser(bench_sub, common)
     bench_audio.add_parser(bench_sub, common)
     bench_faults.add_parser(bench_sub, common)
+    bench_delete.add_parser(bench_sub, common)

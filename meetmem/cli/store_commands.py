@@ -186,9 +186,48 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
+def _verify_deleted(args: argparse.Namespace, ctx: CommandContext, tombstone: Any, receipts: list[Any]) -> int:
+    """A deleted meeting: intact when its tombstone carries the server's signature (and the receipts given
+    acknowledge nothing past the chain's end it records). Exit 0 then, else 1."""
+    from meetmem.store.receipts import ReceiptError, ReceiptKey
+
+    problem = None
+    try:
+        key = ReceiptKey.load(args.receipt_key or ctx.settings.receipt_key_path())
+        ctx.log.check_tombstone(tombstone, key)
+        for receipt in receipts:
+            key.check_signature(receipt)
+            if receipt.pos > tombstone.head_pos or (receipt.pos == tombstone.head_pos
+                                                    and receipt.head != tombstone.head_hash):
+                problem = (f"a signed receipt acknowledges chain position {receipt.pos}, beyond or other than the "
+                           f"chain's end the tombstone records (position {tombstone.head_pos})")
+    except ReceiptError as exc:
+        problem = str(exc)
+    if args.json:
+        emit_json({"meeting_id": args.meeting_id, "ok": problem is None, "deleted": tombstone.public(),
+                   "checked": 0, "broken_at": None, "reason": problem, "head_pos": tombstone.head_pos,
+                   "receipts": len(receipts)})
+    if problem is not None:
+        sys.stderr.write(f"meetmem: {args.meeting_id}: deleted at {tombstone.deleted_at}, but its tombstone does not "
+                         f"hold: {problem}\n")
+        return 1
+    if not args.json:
+        print(f"{args.meeting_id}: deleted at {tombstone.deleted_at} ({tombstone.reason}); its {tombstone.segments} "
+              f"segments are gone, and its tombstone (chain end {tombstone.head_pos}) carries this server's "
+              "signature")
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace, ctx: CommandContext) -> int:
     receipts: list[Any] = []
     key = None
+    tombstone = ctx.log.tombstone(args.meeting_id, tenant=ctx.tenant)
+    if tombstone is not None:
+        from meetmem.store.receipts import read_receipts
+
+        mine = [r for path in args.receipt or () for r in read_receipts(path)
+                if (r.tenant, r.meeting_id) == (ctx.tenant, args.meeting_id)]
+        return _verify_deleted(args, ctx, tombstone, mine)
     if args.receipt:
         from meetmem.store.receipts import ReceiptKey, read_receipts
 
@@ -281,7 +320,8 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                        description="Recompute the meeting's hash chain and check that it ends where the meeting's "
                        "head and closure say; with --receipt, also that it holds every position the cloud "
                        "signed a receipt for. Exit 0 when intact, else name the first broken link (or the cut) "
-                       "and exit 1.")
+                       "and exit 1. A deleted meeting is reported as deleted (when, why) and its tombstone's "
+                       "signature checked with the receipt key: exit 0 when it holds, 1 when not.")
     p.add_argument("meeting_id", metavar="MEETING_ID")
     p.add_argument("--receipt", action="append", metavar="FILE", default=None,
                    help="receipts kept outside the database (JSON or JSON Lines, as the API returned them, or "

@@ -272,9 +272,12 @@ class TranscriptSearch:
                 texts = [embedded_text(s, speaker=self.options.embed_speaker) for s in part]
                 vecs = np.asarray(embedder.encode(texts), dtype=np.float32)
                 with self.log.transaction():
+                    # Only for rows still in the log: a meeting deleted while it was being embedded
+                    # leaves no vectors behind.
                     self.log.db.conn.executemany(
-                        "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) VALUES (?, ?, ?)",
-                        [(s.segment_id, name, v.tobytes()) for s, v in zip(part, vecs, strict=True)],
+                        "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) SELECT ?, ?, ? "
+                        "WHERE EXISTS (SELECT 1 FROM segments WHERE segment_id = ?)",
+                        [(s.segment_id, name, v.tobytes(), s.segment_id) for s, v in zip(part, vecs, strict=True)],
                     )
                 for s, v in zip(part, vecs, strict=True):
                     out[row_of[s.segment_id]] = v
@@ -348,6 +351,11 @@ class TranscriptSearch:
             if name not in index.dense:
                 index.dense[name] = DenseIndex(dims[name])
             index.dense[name].add(vectors[name], [first_doc + i for i in members])
+
+    def forget(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
+        """Drop the meeting's in-memory index (after the meeting was deleted)."""
+        with self._lock:
+            self._meetings.pop((tenant, meeting_id), None)
 
     def rebuild(self, *, progress: Progress | None = None) -> int:
         """Forget every derived index and vector and rebuild them from the log; returns segments indexed."""
