@@ -388,7 +388,8 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
         "ledger", parents=[common], help="the rule-based ledger's todos and decisions on AMI",
         description="Run the rule-based ledger on AMI meetings (dialogue acts as segments) and score its todos "
                     "and decisions against the human action items and decisions: precision and recall by "
-                    "evidence overlap and by text similarity. One JSON object on stdout.")
+                    "evidence overlap and by text similarity. With --model or --llm-url, rules alone and rules "
+                    "plus the vetted model pass on fixed windows, in the same run. One JSON object on stdout.")
     p.add_argument("--data", required=True, metavar="DIR", help="the AMI folder (<split>/*.json)")
     p.add_argument("--split", default="dev", help="the split to score (default dev)")
     p.add_argument("--meetings", default=None, metavar="ID,ID", help="only these meetings (quick checks)")
