@@ -121,6 +121,10 @@ class ReceiptKey:
             os.fsync(out.fileno())
         return ReceiptKey(secret)
 
+    def mac(self, message: bytes) -> str:
+        """HMAC-SHA256 of `message` with this key (hex): what tombstones are signed with (store/tombstones.py)."""
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
     def sign(self, tenant: str, meeting_id: str, pos: int, head: str) -> Receipt:
         sig = hmac.new(self._secret, _message(RECEIPT_VERSION, tenant, meeting_id, pos, head), hashlib.sha256)
         return Receipt(tenant, meeting_id, pos, head, self.key_id, sig.hexdigest())

@@ -10,7 +10,6 @@ key (to pass off removed rows as a deletion) shows as forged.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from dataclasses import dataclass
@@ -50,13 +49,9 @@ def _message(version: int, tenant: str, meeting_id: str, deleted_at: str, reason
                        head_hash], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _mac(key: ReceiptKey, message: bytes) -> str:
-    return hmac.new(key._secret, message, hashlib.sha256).hexdigest()
-
-
 def sign_tombstone(key: ReceiptKey, *, tenant: str, meeting_id: str, deleted_at: str, reason: str, segments: int,
                    head_pos: int, head_hash: str) -> Tombstone:
-    sig = _mac(key, _message(TOMBSTONE_VERSION, tenant, meeting_id, deleted_at, reason, segments, head_pos,
+    sig = key.mac(_message(TOMBSTONE_VERSION, tenant, meeting_id, deleted_at, reason, segments, head_pos,
                              head_hash))
     return Tombstone(tenant, meeting_id, deleted_at, reason, segments, head_pos, head_hash, key.key_id, sig)
 
@@ -68,7 +63,7 @@ def check_tombstone(key: ReceiptKey, tombstone: Tombstone) -> None:
         raise ReceiptError(f"tombstone version {t.version} is not known here (expected {TOMBSTONE_VERSION})")
     if t.key_id != key.key_id:
         raise ReceiptError(f"the tombstone was signed with key {t.key_id}, not this server's {key.key_id}")
-    want = _mac(key, _message(t.version, t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos,
+    want = key.mac(_message(t.version, t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos,
                               t.head_hash))
     if not hmac.compare_digest(want, t.sig):
         raise ReceiptError(f"the tombstone of meeting {t.meeting_id!r} does not carry this server's signature "

@@ -147,3 +147,21 @@ def test_an_open_stream_ends_when_its_meeting_is_deleted(serve_factory: Any, tok
         reader.join(30)
         assert not reader.is_alive(), "the stream did not end"
     assert events[-1][0] == "deleted" and json.loads(events[-1][1]) == {"meeting_id": "live"}
+
+
+def test_a_language_models_cached_context_and_sessions_go_too(make_api: Any) -> None:
+    from meetmem.summarizers.fake_chat import ScriptedChatServer
+
+    with ScriptedChatServer(lambda request: "Nothing to cite.") as server:
+        api = make_api(embedders=None, answerer="llm", llm_url=server.url, llm_model="scripted")
+        headers = api.headers(api.token("acme"))
+        _post(api, headers, "hw", HW)
+        assert api.client.post("/v1/meetings/hw/close", headers=headers).status_code == 200
+        assert api.service.summaries.wait_idle(60)
+        r = api.client.post("/v1/meetings/hw/ask", headers=headers,
+                            json={"question": "what about the casing?", "session_id": "s1"})
+        assert r.status_code == 200, r.text
+        sources = api.service.answerer.sources
+        assert ("acme", "hw") in sources._cached and len(api.service.sessions) == 1
+        assert api.client.delete("/v1/meetings/hw", headers=headers).status_code == 200
+        assert ("acme", "hw") not in sources._cached and len(api.service.sessions) == 0
