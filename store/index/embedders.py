@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from .errors import MissingDependency, ModelUnavailable, SearchError
+from .timing import span
 
 if TYPE_CHECKING:
     import numpy as np
@@ -514,7 +515,8 @@ class LazyEmbedder:
     def _model(self) -> Iterator[Embedder]:
         if not self._models:
             self._load()
-        model = self._free.get()
+        with span("model_wait"):
+            model = self._free.get()
         try:
             yield model
         finally:
@@ -544,5 +546,5 @@ class LazyEmbedder:
                 if self._queries is None:
                     self._queries = _QUERY_RUNTIMES[self.name][1]()
             return self._queries.encode_query(text)
-        with self._model() as model:
+        with self._model() as model, span("query_embed"):
             return model.encode_query(text)

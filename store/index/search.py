@@ -23,6 +23,7 @@ from ..records import Segment
 from .bm25 import BM25Index
 from .dense import DenseIndex
 from .errors import SearchError
+from .timing import span
 from .tokenize import MeetingTokenizer
 
 if TYPE_CHECKING:
@@ -305,12 +306,17 @@ class TranscriptSearch:
                 self._meetings[key] = index
         if self.log.last_chain_pos(meeting_id, tenant=tenant) <= index.last_pos:
             return index
-        with index.catching_up:
+        with span("catchup_wait"):
+            index.catching_up.acquire()
+        try:
             new = list(self.log.chain(meeting_id, tenant=tenant, after_pos=index.last_pos))
             if new:
-                prepared = self._prepare(new, progress, self.routes)
+                with span("catchup_embed"):
+                    prepared = self._prepare(new, progress, self.routes)
                 with index.lock:
                     self._add_locked(index, new, prepared)
+        finally:
+            index.catching_up.release()
         return index
 
     def _prepare(self, segments: Sequence[Segment], progress: Progress | None,
@@ -476,7 +482,7 @@ class TranscriptSearch:
                 vectors.update(self.encode_query(meeting_id, query, tenant=tenant))
         pool = max(self.options.pool, k)
         terms = self.tokenizer.tokens(query)
-        with index.lock:
+        with span("rank"), index.lock:
             mask = self._mask(index, filters)
             bm25_hits = index.bm25.top(terms, pool, mask) if mode != "dense" else []
             dense_rankings = [
