@@ -122,7 +122,7 @@ class Tally:
         return None, seconds
 
 
-SPANS = ("total", "catchup_wait", "catchup_embed", "model_wait", "query_embed", "rank")
+SPANS = ("total", "catchup_lexical", "catchup_wait", "catchup_embed", "model_wait", "query_embed", "rank")
 
 
 def server_spans(header: str) -> dict[str, float]:

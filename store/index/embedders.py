@@ -477,7 +477,8 @@ class LazyEmbedder:
     The Chinese route's model, for instance, loads only when a meeting holds Chinese segments. With
     `instances` > 1 it loads that many copies and gives each call a free one: one model call runs on one
     thread (see Threads above), so a server on two cores embeds two texts at once (a question and a new
-    segment, or two questions) instead of queueing them behind one model.
+    segment, or two questions) instead of queueing them behind one model. Passage batches (`encode`) may
+    hold all copies but one, so a question (`encode_query`) never waits behind the indexer's batches.
 
     Args:
         name: a registered embedder name (see :data:`EMBEDDERS`); checked at once.
@@ -498,6 +499,8 @@ class LazyEmbedder:
         self._on_load = on_load
         self._models: list[Embedder] = []
         self._free: queue.Queue[Embedder] = queue.Queue()
+        # Passages (the indexer's batches) may hold all copies but one, so a question never queues behind them.
+        self._passages = threading.BoundedSemaphore(max(1, instances - 1))
         self._lock = threading.Lock()
         self._queries: Any = None
 
@@ -535,7 +538,7 @@ class LazyEmbedder:
         return self._models[0].dim
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
-        with self._model() as model:
+        with self._passages, self._model() as model:
             return model.encode(texts, batch_size=batch_size)
 
     def encode_query(self, text: str) -> np.ndarray:

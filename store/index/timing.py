@@ -3,9 +3,10 @@
 A request handler opens `timed_request()`; the search code marks its waits and its work with `span(name)`.
 Outside a timed request `span` costs one context-variable lookup. The names:
 
+* `catchup_lexical`: adding rows the index did not hold yet to BM25 (waiting for another thread doing so included);
 * `catchup_wait`: waiting for another thread (the background indexer) to finish catching the meeting's index up;
 * `catchup_embed`: embedding rows the index did not hold yet, in this request;
-* `model_wait`: waiting for a free copy of the embedding model;
+* `model_wait`: waiting for a free copy of the embedding model (inside `catchup_embed` too when that embeds);
 * `query_embed`: embedding the question (model time only);
 * `rank`: BM25 and dense ranking under the index's lock, lock wait included.
 """
