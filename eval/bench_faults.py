@@ -460,6 +460,11 @@ def _cli() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
 
 
+STEP_NAMES = {"server killed mid-batch": "server_killed_mid_batch", "cloud down mid-meeting": "cloud_down_mid_meeting",
+              "CLI killed mid-ingest": "cli_killed_mid_ingest", "disk full": "disk_full",
+              "corrupted outbox": "corrupted_outbox", "edge killed mid-meeting": "edge_killed_mid_meeting"}
+
+
 def run(args: argparse.Namespace, ctx: Any) -> int:
     rng = random.Random(args.seed)
     quiet = ctx.quiet
@@ -480,6 +485,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
             d, kills=args.edge_kills if args.edge_kills is not None else (3 if short else 20),
             seconds=60.0 if short else None, rng=rng, cli=_cli(), quiet=quiet)),
     ]
+    if args.step:
+        plan = [(name, step) for name, step in plan if STEP_NAMES[name] in args.step]
     with tempfile.TemporaryDirectory(prefix="meetmem-faults-") as tmp:
         for name, step in plan:
             _note(quiet, f"{name} ...")
@@ -505,7 +512,8 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p = bench_sub.add_parser(
         "faults", parents=[common], help="the fault campaign: kills, outages, a full disk; counts what survived",
         description="Break the service on purpose with real processes on a loopback port (the server SIGKILLed "
-        "mid-batch, the cloud down mid-meeting, `meetmem ingest` SIGKILLed, a size-capped database filling up) "
+        "mid-batch, the cloud down mid-meeting, `meetmem ingest` SIGKILLed, a size-capped database filling up, "
+        "a damaged edge outbox, `meetmem edge run` SIGKILLed mid-meeting on real speech and restarted) "
         "and report per step what was acknowledged, stored, lost, duplicated, and whether every chain verifies. "
         "Prints one JSON object; exits 1 when anything acknowledged was lost or doubled.",
     )
@@ -513,5 +521,7 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--kills", type=int, default=None, help="kills per killing step (default 20; 2 with --short)")
     p.add_argument("--edge-kills", type=int, default=None,
                    help="SIGKILLs of `meetmem edge run` mid-meeting (default 20; 3 with --short)")
+    p.add_argument("--step", action="append", choices=sorted(STEP_NAMES.values()), default=None,
+                   help="run only this step (repeatable; default: every step)")
     p.add_argument("--seed", type=int, default=16, help="seed of the random kill points (default 16)")
     p.set_defaults(func=run)
