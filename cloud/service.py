@@ -222,6 +222,8 @@ class MeetingService:
     def _summarize(self, tenant: str, meeting_id: str) -> None:
         assert self.digester is not None
         if not self.digester.is_current(meeting_id, tenant=tenant):
+            # Its topic sections read the segments' vectors: embed what arrived since the indexer's pass.
+            self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
             self.digester.update(meeting_id, tenant=tenant)
 
     # -- reads ------------------------------------------------------------------------------------------
