@@ -364,6 +364,19 @@ def _outbox_acknowledged(path: Path) -> tuple[str, set[int], int]:
     return meta["device_id"], set(range(int(meta.get("next_seq", 0)))) - held, pending
 
 
+def _captured_until(path: Path) -> float:
+    """Seconds of the meeting the outbox holds as captured (its resume point; 0 before the first utterance)."""
+    import sqlite3
+
+    if not path.exists():
+        return 0.0
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return round(float(conn.execute("SELECT COALESCE(MAX(position), 0) FROM progress").fetchone()[0]), 1)
+    finally:
+        conn.close()
+
+
 def _spoken(db: Path, tenant: str, meeting: str) -> list[tuple[float, float, str]]:
     from meetmem.store.log import TranscriptLog
 
@@ -409,6 +422,7 @@ def edge_killed_mid_meeting(workdir: Path, *, kills: int, seconds: float | None,
         outbox = workdir / "killed-outbox.db"
         outcomes = {"kills_landed": 0, "finished_before_kill": 0, "killed_before_first_status": 0}
         per_run = max(1, len(reference) // max(1, kills))
+        kill_points: list[float] = []  # the meeting time the outbox had captured when each kill landed
         for k in range(kills):
             # A random point: after this run has stored 0..per_run segments, plus up to a second more.
             target, extra = rng.randint(0, per_run), rng.uniform(0.0, 1.0)
@@ -432,6 +446,7 @@ def edge_killed_mid_meeting(workdir: Path, *, kills: int, seconds: float | None,
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
                 outcomes["kills_landed"] += 1
+                kill_points.append(_captured_until(outbox))
             watcher.join(timeout=10)
             assert proc.stderr is not None
             proc.stderr.close()
@@ -452,7 +467,8 @@ def edge_killed_mid_meeting(workdir: Path, *, kills: int, seconds: float | None,
             "uninterrupted_run_s": round(whole_s, 1), "segments_uninterrupted": len(reference),
             "final_run_exit": final.returncode, "still_in_outbox": pending, **outcomes, **result,
             "duplicated": result["duplicated"] + heard_twice, "heard_twice": heard_twice,
-            "speech_missing": len(missing), "wall_s": round(time.monotonic() - t0, 1)}
+            "speech_missing": len(missing), "captured_until_at_kills_s": kill_points,
+            "wall_s": round(time.monotonic() - t0, 1)}
 
 
 def _cli() -> list[str]:
