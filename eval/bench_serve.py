@@ -11,7 +11,9 @@
   preloaded and the live segments answer, and a share of the posted segments carries a unique marker word
   and is searched for until it is the top hit (ingest-to-searchable latency, from the POST's acknowledgement).
 * Report: request latencies, errors by kind, requests/s, the server's RSS and CPU, the generator's own CPU,
-  the database size, and the issue's targets as pass/fail.
+  the database size, and the issue's targets as pass/fail; where the answers' time went (`ask_time_by_part`,
+  from each answer's Server-Timing header). With `--compare-ingest` the same askers first run alone for
+  `--duration` on the same server, and `compare_ingest` gives ask p50/p95 of both phases and their ratio.
 
 Prints one JSON object on stdout; progress goes to stderr.
 """
