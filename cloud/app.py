@@ -80,6 +80,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         transcript_log = TranscriptLog(settings.db, max_bytes=settings.max_db_bytes)
         receipts = ReceiptKey.load(settings.receipt_key_path(), create=True)
         search = TranscriptSearch(transcript_log, routes)
+        # The service's indexer embeds new segments; a question adds them to BM25 and never waits for that.
+        search.background_embedding = True
         summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
                                                llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
                                                llm_timeout=settings.llm_timeout,

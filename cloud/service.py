@@ -168,7 +168,7 @@ class MeetingService:
                 for tenant, meeting_id in self.log.meetings():
                     if self._stop.is_set():
                         return
-                    self.search.meeting_index(meeting_id, tenant=tenant)
+                    self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
         except Exception as exc:  # reported by /healthz; the process keeps taking segments into the log
             self.failure = f"{type(exc).__name__}: {exc}"
             self.state = "failed"
@@ -215,13 +215,15 @@ class MeetingService:
         return result, ids
 
     def _index(self, tenant: str, meeting_id: str) -> None:
-        self.search.meeting_index(meeting_id, tenant=tenant)
+        self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
         if self.digester is not None and self.state == "ready":
             self.summaries.notify(tenant, meeting_id)
 
     def _summarize(self, tenant: str, meeting_id: str) -> None:
         assert self.digester is not None
         if not self.digester.is_current(meeting_id, tenant=tenant):
+            # Its topic sections read the segments' vectors: embed what arrived since the indexer's pass.
+            self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
             self.digester.update(meeting_id, tenant=tenant)
 
     # -- reads ------------------------------------------------------------------------------------------

@@ -11,7 +11,9 @@
   preloaded and the live segments answer, and a share of the posted segments carries a unique marker word
   and is searched for until it is the top hit (ingest-to-searchable latency, from the POST's acknowledgement).
 * Report: request latencies, errors by kind, requests/s, the server's RSS and CPU, the generator's own CPU,
-  the database size, and the issue's targets as pass/fail.
+  the database size, and the issue's targets as pass/fail; where the answers' time went (`ask_time_by_part`,
+  from each answer's Server-Timing header). With `--compare-ingest` the same askers first run alone for
+  `--duration` on the same server, and `compare_ingest` gives ask p50/p95 of both phases and their ratio.
 
 Prints one JSON object on stdout; progress goes to stderr.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -170,11 +173,15 @@ async def _sample(server: Server, stop: asyncio.Event, every: float = 1.0, trace
             pass
 
 
-async def _load_with_sampling(server: Server, plan: LoadPlan, quiet: bool) -> tuple[Tally, float]:
+async def _load_with_sampling(server: Server, plan: LoadPlan, quiet: bool,
+                              baseline: LoadPlan | None = None) -> tuple[Tally, float, Tally | None]:
     stop = asyncio.Event()
     sampler = asyncio.create_task(_sample(server, stop))
     try:
-        return await run_load(plan, quiet=quiet)
+        # The same askers first without the devices, then with them: one server, one machine state.
+        before = (await run_load(baseline, quiet=quiet))[0] if baseline is not None else None
+        tally, load_s = await run_load(plan, quiet=quiet)
+        return tally, load_s, before
     finally:
         stop.set()
         await sampler
@@ -215,6 +222,38 @@ def _targets(args: argparse.Namespace, tally: Tally, ask: dict[str, Any], search
     return {**checks, "all_pass": all(c["pass"] for c in checks.values())}
 
 
+def ask_parts(tally: Tally) -> dict[str, Any]:
+    """Where the answers' time went, by the server's Server-Timing spans (mean and p95 per part, ms; see
+    meetmem.store.index.timing) plus `outside_handler`: the client's time the handler did not see."""
+    out: dict[str, Any] = {}
+    for name, values in tally.ask_spans.items():
+        if values:
+            ordered = sorted(values)
+            out[name] = {"mean_ms": round(1000 * sum(values) / len(values), 1),
+                         "p50_ms": round(1000 * ordered[(len(ordered) - 1) // 2], 1),
+                         "p95_ms": round(1000 * ordered[math.ceil(0.95 * len(ordered)) - 1], 1),
+                         "share_of_ask_time": round(sum(values) / max(1e-9, sum(tally.latency["ask"])), 3)}
+    return out
+
+
+def compared(without: Tally, with_ingest: Tally) -> dict[str, Any]:
+    """The same askers' answers without and with devices posting (`--compare-ingest`)."""
+    a, b = latency(without.latency["ask"]), latency(with_ingest.latency["ask"])
+    pre_a = latency(without.ask_by_source.get("preloaded", []))
+    pre_b = latency(with_ingest.ask_by_source.get("preloaded", []))
+    return {
+        "without_ingest": {"ask": a, "ask_preloaded": pre_a, "ask_time_by_part": ask_parts(without),
+                           "errors": sum(without.errors.values())},
+        "with_ingest": {"ask": b, "ask_preloaded": pre_b,
+                        "ask_live": latency(with_ingest.ask_by_source.get("live", [])),
+                        "ask_time_by_part": ask_parts(with_ingest), "errors": sum(with_ingest.errors.values())},
+        "ask_p50_ratio": round(b["p50_ms"] / a["p50_ms"], 2) if a.get("n") and b.get("n") else None,
+        "ask_p95_ratio": round(b["p95_ms"] / a["p95_ms"], 2) if a.get("n") and b.get("n") else None,
+        "note": "the same askers and questions' seed, one server: first alone for --duration, then with --devices "
+                "posting for --duration (the with-ingest askers also ask about the live meetings)",
+    }
+
+
 def _report(args: argparse.Namespace, tally: Tally, load_s: float) -> dict[str, Any]:
     ask = latency(tally.latency["ask"])
     searchable = latency(tally.searchable)
@@ -237,13 +276,15 @@ def _report(args: argparse.Namespace, tally: Tally, load_s: float) -> dict[str, 
                        "found_at_first_search": sum(1 for a in attempts if a == 1),
                        "max_searches": max(attempts, default=0),
                        "finding_search_sent_after_ack": latency(tally.searchable_sent)},
+        "ask_time_by_part": ask_parts(tally),
         "search_requests": latency(tally.latency["search"]),
         "errors": {"total": sum(tally.errors.values()), "by_kind": dict(tally.errors)},
         "targets": _targets(args, tally, ask, searchable),
     }
 
 
-def measure(ctx: Any, server: Server, plan: LoadPlan, ready_timeout: float) -> dict[str, Any]:
+def measure(ctx: Any, server: Server, plan: LoadPlan, ready_timeout: float,
+            compare: bool = False) -> dict[str, Any]:
     """Start the server, run the load once it is ready, stop the server whatever happens; the figures."""
     out: dict[str, Any] = {}
     # A `kill` of the benchmark unwinds like Ctrl-C, so the server is stopped on the way out.
@@ -256,7 +297,10 @@ def measure(ctx: Any, server: Server, plan: LoadPlan, ready_timeout: float) -> d
         _note(ctx, f"ready after {out['start_to_ready_s']} s; {plan.devices} devices and {plan.askers} askers "
               f"for {plan.duration:g} s ...")
         cpu0, machine0 = time.process_time(), machine_cpu_ticks()
-        tally, load_s = asyncio.run(_load_with_sampling(server, plan, ctx.quiet))
+        baseline = dataclasses.replace(plan, devices=0, probe_fraction=0.0) if compare else None
+        if baseline is not None:
+            _note(ctx, f"first {plan.askers} askers alone for {plan.duration:g} s (no segments posted) ...")
+        tally, load_s, before = asyncio.run(_load_with_sampling(server, plan, ctx.quiet, baseline))
         generator_cpu = time.process_time() - cpu0
         at_end, machine1 = server.figures(), machine_cpu_ticks()
     finally:
@@ -282,7 +326,7 @@ def measure(ctx: Any, server: Server, plan: LoadPlan, ready_timeout: float) -> d
         "other_processes": round(everyone - (server_cpu + generator_cpu) / load_s, 2) if everyone is not None else None,
     }
     return {"server": out, "cores_busy_during_load": cores, "load_generator_cpu_s": round(generator_cpu, 1),
-            "tally": tally, "load_s": load_s}
+            "tally": tally, "load_s": load_s, "without_ingest": before}
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
@@ -308,7 +352,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         plan = LoadPlan(server.url, token, _live_meetings(args, stamp), preload_questions, args.devices, args.askers,
                         args.duration, pace=args.pace, jitter=args.jitter, think=args.think,
                         probe_fraction=args.probe_fraction, probe_timeout=args.probe_timeout, seed=args.seed)
-        measured = measure(ctx, server, plan, args.ready_timeout)
+        measured = measure(ctx, server, plan, args.ready_timeout, compare=args.compare_ingest)
         db_after = db_bytes(run_db)
     load_s = measured["load_s"]
     info["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -336,6 +380,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                            "cores_busy": measured["cores_busy_during_load"]["load_generator"]},
         "load_s": round(load_s, 1),
         **_report(args, measured["tally"], load_s),
+        **({"compare_ingest": compared(measured["without_ingest"], measured["tally"])}
+           if measured["without_ingest"] is not None else {}),
         "db_bytes": {"before": db_before, "after": db_after},
         "wall_s": round(time.perf_counter() - wall0, 1),
     }
@@ -395,5 +441,8 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--ready-timeout", type=_positive(float), default=600.0,
                    help="seconds to wait for /healthz (default 600)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the meetings, pace and questions")
+    p.add_argument("--compare-ingest", action="store_true",
+                   help="run the askers alone for --duration first, then with the devices for --duration, on the "
+                        "same server; the report gains compare_ingest (ask p50/p95 of both and the ratio)")
     p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     p.set_defaults(func=_guarded)

@@ -92,6 +92,7 @@ class Tally:
     probe_attempts: list[int] = field(default_factory=list)
     ask_by_source: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     cited: Counter[str] = field(default_factory=Counter)
+    ask_spans: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # Server-Timing, seconds
     segments_posted: int = 0
     live_questions: list[Question] = field(default_factory=list)  # answered by segments posted so far
 
@@ -119,6 +120,22 @@ class Tally:
             log.warning("%s %s answered %d: %s", method, url, response.status_code, response.text[:300])
         self.errors[key] += 1
         return None, seconds
+
+
+SPANS = ("total", "catchup_lexical", "catchup_wait", "catchup_embed", "model_wait", "query_embed", "rank")
+
+
+def server_spans(header: str) -> dict[str, float]:
+    """`Server-Timing: name;dur=12.5, ...` as seconds by name (what the server says its handler spent)."""
+    out: dict[str, float] = {}
+    for part in header.split(","):
+        name, _, rest = part.strip().partition(";")
+        if name and rest.startswith("dur="):
+            try:
+                out[name] = float(rest[4:]) / 1000.0
+            except ValueError:
+                continue
+    return out
 
 
 def new_marker(rng: random.Random, used: set[str]) -> str:
@@ -206,6 +223,11 @@ async def _asker(client: Any, tally: Tally, plan: LoadPlan, number: int, stop_at
                                              json={"question": q.question})
         if response is not None:
             tally.ask_by_source[q.source].append(seconds)
+            spans = server_spans(response.headers.get("server-timing", ""))
+            for name in SPANS:
+                tally.ask_spans[name].append(spans.get(name, 0.0))
+            # What the server did not account for: the event loop, the thread pool's queue, the GIL, HTTP.
+            tally.ask_spans["outside_handler"].append(max(0.0, seconds - spans.get("total", 0.0)))
             texts = [c["text"] for c in response.json()["citations"]]
             tally.cited[f"{q.source}_asked"] += 1
             tally.cited[f"{q.source}_first"] += bool(texts) and texts[0] == q.source_text

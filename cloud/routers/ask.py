@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+
+from meetmem.store.index.timing import server_timing, timed_request
 
 from ..schemas import AnswerOut, AskRequest, HitOut, VoiceAnswerOut
 from .deps import MeetingId, Service, Tenant, errors
@@ -19,13 +21,17 @@ router = APIRouter(prefix="/v1/meetings", tags=["questions"])
     responses=errors(400, 401, 404, 413, 422, 503),
     summary="Answer a question about the meeting, citing timestamped segments",
 )
-def ask(meeting_id: MeetingId, body: AskRequest, service: Service, tenant: Tenant) -> dict[str, Any]:
+def ask(meeting_id: MeetingId, body: AskRequest, service: Service, tenant: Tenant,
+        response: Response) -> dict[str, Any]:
     """`verbatim` questions (exact words, names, numbers, dates) are answered with the transcript's own
     words; `overview` questions with the best-cited segments. `explain` adds the manifest of the context.
     With a language model configured, it writes the answer over a compiled context and its citations are
     verified; `session_id` makes questions one conversation."""
-    answer = service.ask(tenant, meeting_id, body.question.strip(), session_id=body.session_id,
-                         device_id=body.device_id)
+    with timed_request() as spans:
+        answer = service.ask(tenant, meeting_id, body.question.strip(), session_id=body.session_id,
+                             device_id=body.device_id)
+    # Where the answer's time went (catch-up wait, embedding, ranking): standard, and free to ignore.
+    response.headers["Server-Timing"] = server_timing(spans)
     return answer.public(explain=body.explain)
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from .errors import MissingDependency, ModelUnavailable, SearchError
+from .timing import span
 
 if TYPE_CHECKING:
     import numpy as np
@@ -476,7 +477,8 @@ class LazyEmbedder:
     The Chinese route's model, for instance, loads only when a meeting holds Chinese segments. With
     `instances` > 1 it loads that many copies and gives each call a free one: one model call runs on one
     thread (see Threads above), so a server on two cores embeds two texts at once (a question and a new
-    segment, or two questions) instead of queueing them behind one model.
+    segment, or two questions) instead of queueing them behind one model. Passage batches (`encode`) may
+    hold all copies but one, so a question (`encode_query`) never waits behind the indexer's batches.
 
     Args:
         name: a registered embedder name (see :data:`EMBEDDERS`); checked at once.
@@ -497,6 +499,8 @@ class LazyEmbedder:
         self._on_load = on_load
         self._models: list[Embedder] = []
         self._free: queue.Queue[Embedder] = queue.Queue()
+        # Passages (the indexer's batches) may hold all copies but one, so a question never queues behind them.
+        self._passages = threading.BoundedSemaphore(max(1, instances - 1))
         self._lock = threading.Lock()
         self._queries: Any = None
 
@@ -514,7 +518,8 @@ class LazyEmbedder:
     def _model(self) -> Iterator[Embedder]:
         if not self._models:
             self._load()
-        model = self._free.get()
+        with span("model_wait"):
+            model = self._free.get()
         try:
             yield model
         finally:
@@ -533,7 +538,7 @@ class LazyEmbedder:
         return self._models[0].dim
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
-        with self._model() as model:
+        with self._passages, self._model() as model:
             return model.encode(texts, batch_size=batch_size)
 
     def encode_query(self, text: str) -> np.ndarray:
@@ -544,5 +549,5 @@ class LazyEmbedder:
                 if self._queries is None:
                     self._queries = _QUERY_RUNTIMES[self.name][1]()
             return self._queries.encode_query(text)
-        with self._model() as model:
+        with self._model() as model, span("query_embed"):
             return model.encode_query(text)

@@ -23,6 +23,7 @@ from ..records import Segment
 from .bm25 import BM25Index
 from .dense import DenseIndex
 from .errors import SearchError
+from .timing import span
 from .tokenize import MeetingTokenizer
 
 if TYPE_CHECKING:
@@ -193,6 +194,8 @@ class MeetingIndex:
     last_pos: int = -1
     lock: threading.RLock = field(default_factory=threading.RLock)
     catching_up: threading.Lock = field(default_factory=threading.Lock)  # held while new rows are embedded
+    appending: threading.Lock = field(default_factory=threading.Lock)  # held while new rows join the BM25 index
+    unembedded: list[tuple[int, Segment]] = field(default_factory=list)  # documents in BM25, not yet in dense
 
     def __len__(self) -> int:
         return len(self.segment_ids)
@@ -224,6 +227,8 @@ class TranscriptSearch:
         self.tokenizer = tokenizer or MeetingTokenizer()
         self.options = options or SearchOptions()
         self._meetings: dict[tuple[str, str], MeetingIndex] = {}
+        # Set by a server whose background indexer embeds new rows: searches then only add them to BM25.
+        self.background_embedding = False
         self._lock = threading.Lock()
         self._ensure_vector_table()
 
@@ -289,12 +294,15 @@ class TranscriptSearch:
         return MeetingIndex(bm25=BM25Index())
 
     def meeting_index(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT,
-                      progress: Progress | None = None) -> MeetingIndex:
+                      progress: Progress | None = None, embed: bool | None = None) -> MeetingIndex:
         """The meeting's index, caught up with every row the log holds.
 
-        One thread at a time catches a meeting up; another that needs the new rows waits for it (so an
-        appended segment is always found), but a search that needs nothing new does not. The embedding
-        happens outside the index's own lock.
+        A new row joins the BM25 index at once (cheap: one thread at a time, a few rows), so an appended
+        segment is always found. Its embedding is the slow part: with `embed` (the default unless
+        `background_embedding` is set) the caller embeds every row not embedded yet, one thread at a time
+        (another that needs them waits for it); without it, the rows stay lexical-only until a caller with
+        `embed` (the server's background indexer) embeds them, so a question never pays for the embedding
+        of segments that arrived since the last index pass. The embedding happens outside the index's lock.
         """
         key = (tenant, meeting_id)
         with self._lock:
@@ -303,14 +311,27 @@ class TranscriptSearch:
                 self.log.require_meeting(meeting_id, tenant=tenant)
                 index = self._new_meeting_index()
                 self._meetings[key] = index
-        if self.log.last_chain_pos(meeting_id, tenant=tenant) <= index.last_pos:
+        if self.log.last_chain_pos(meeting_id, tenant=tenant) > index.last_pos:
+            with span("catchup_lexical"), index.appending:
+                new = list(self.log.chain(meeting_id, tenant=tenant, after_pos=index.last_pos))
+                if new:
+                    with index.lock:
+                        self._add_lexical_locked(index, new)
+        if not (self.background_embedding is False if embed is None else embed) or not index.unembedded:
             return index
-        with index.catching_up:
-            new = list(self.log.chain(meeting_id, tenant=tenant, after_pos=index.last_pos))
-            if new:
-                prepared = self._prepare(new, progress, self.routes)
+        with span("catchup_wait"):
+            index.catching_up.acquire()
+        try:
+            with index.lock:
+                todo = list(index.unembedded)
+            if todo:
+                with span("catchup_embed"):
+                    prepared = self._prepare([seg for _, seg in todo], progress, self.routes)
                 with index.lock:
-                    self._add_locked(index, new, prepared)
+                    self._add_dense_locked(index, [doc for doc, _ in todo], prepared)
+                    del index.unembedded[: len(todo)]  # rows are only ever appended after these
+        finally:
+            index.catching_up.release()
         return index
 
     def _prepare(self, segments: Sequence[Segment], progress: Progress | None,
@@ -327,30 +348,37 @@ class TranscriptSearch:
         }
         return groups, vectors, {name: models[name].dim for name in groups}
 
-    def _add_locked(self, index: MeetingIndex, segments: Sequence[Segment],
-                    prepared: tuple[dict[str, list[int]], dict[str, np.ndarray], dict[str, int]]) -> None:
-        groups, vectors, dims = prepared
-        first_doc = len(index.segment_ids)
-        doc_model = {i: name for name, members in groups.items() for i in members}
-        for i, seg in enumerate(segments):
+    def _add_lexical_locked(self, index: MeetingIndex, segments: Sequence[Segment]) -> None:
+        """New rows into BM25 and the document tables; listed for embedding when there is a model."""
+        for seg in segments:
+            doc = len(index.segment_ids)
             index.bm25.add(self.tokenizer.tokens(seg.text))
-            index.positions[seg.segment_id] = len(index.segment_ids)
+            index.positions[seg.segment_id] = doc
             index.live.append(1)
             index.segment_ids.append(seg.segment_id)
             index.starts.append(seg.start)
             index.ends.append(seg.end)
             index.speakers.append(seg.speaker)
-            index.models.append(doc_model.get(i))
+            index.models.append(None)
             if seg.supersedes is not None:
                 index.superseded.add(seg.supersedes)
                 old = index.positions.get(seg.supersedes)
                 if old is not None:
                     index.live[old] = 0
             index.last_pos = seg.chain_pos
+            if self.routes is not None:
+                index.unembedded.append((doc, seg))
+
+    def _add_dense_locked(self, index: MeetingIndex, docs: Sequence[int],
+                          prepared: tuple[dict[str, list[int]], dict[str, np.ndarray], dict[str, int]]) -> None:
+        """The vectors of documents already in BM25 (`docs[i]` is the document of the i-th prepared row)."""
+        groups, vectors, dims = prepared
         for name, members in groups.items():
             if name not in index.dense:
                 index.dense[name] = DenseIndex(dims[name])
-            index.dense[name].add(vectors[name], [first_doc + i for i in members])
+            index.dense[name].add(vectors[name], [docs[i] for i in members])
+            for i in members:
+                index.models[docs[i]] = name
 
     def forget(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
         """Drop the meeting's in-memory index (after the meeting was deleted)."""
@@ -463,7 +491,8 @@ class TranscriptSearch:
             raise SearchError(f"unknown search mode {mode!r}; use hybrid, bm25 or dense")
         if mode == "dense" and self.routes is None:
             raise SearchError("dense search needs an embedding model; none is configured")
-        index = self.meeting_index(meeting_id, tenant=tenant)
+        # A dense-only search has nothing else to find a new row by: it embeds what is not embedded yet.
+        index = self.meeting_index(meeting_id, tenant=tenant, embed=True if mode == "dense" else None)
         use_dense = mode in ("hybrid", "dense") and self.routes is not None
         vectors: dict[str, np.ndarray] = {}
         if use_dense:
@@ -476,7 +505,7 @@ class TranscriptSearch:
                 vectors.update(self.encode_query(meeting_id, query, tenant=tenant))
         pool = max(self.options.pool, k)
         terms = self.tokenizer.tokens(query)
-        with index.lock:
+        with span("rank"), index.lock:
             mask = self._mask(index, filters)
             bm25_hits = index.bm25.top(terms, pool, mask) if mode != "dense" else []
             dense_rankings = [

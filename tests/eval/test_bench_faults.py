@@ -1,5 +1,6 @@
 """The short fault campaign (`meetmem bench faults --short`): real `meetmem serve` and `meetmem ingest`
-processes killed, a cloud outage, a size-capped database filling up, a damaged edge outbox. Nothing
+processes killed, a cloud outage, a size-capped database filling up, a damaged edge outbox, `meetmem edge run`
+SIGKILLed mid-meeting on real speech (tiny.en) and restarted on its outbox. Nothing
 acknowledged may be lost or stored twice, no batch or file half-written, every chain verified, no 500,
 nothing of the outbox discarded."""
 
@@ -17,14 +18,18 @@ def test_the_short_fault_campaign_loses_and_doubles_nothing(meetmem_cli: Callabl
     totals = report["totals"]
     assert totals["acknowledged"] > 0 and totals["stored"] >= totals["acknowledged"]
     for name in ("acknowledged_lost", "duplicated", "partial_batches", "chains_broken", "half_written_ingests",
-                 "server_error_500", "discarded_from_outbox"):
+                 "server_error_500", "discarded_from_outbox", "speech_missing", "left_in_outbox"):
         assert totals[name] == 0, (name, report)
     steps = {s["step"]: s for s in report["steps"]}
     assert set(steps) == {"server_killed_mid_batch", "cloud_down_mid_meeting", "cli_killed_mid_ingest", "disk_full",
-                          "corrupted_outbox"}
+                          "corrupted_outbox", "edge_killed_mid_meeting"}
     assert steps["server_killed_mid_batch"]["kills"] >= 1 and steps["cli_killed_mid_ingest"]["kills"] == 2
     assert steps["disk_full"]["statuses"].get("503", 0) >= 1  # it did fill up, and said so without a 500
     assert steps["cloud_down_mid_meeting"]["drained"] and steps["cloud_down_mid_meeting"]["still_in_outbox"] == 0
     corrupt = steps["corrupted_outbox"]
     assert corrupt["exit_status"] != 0 and corrupt["error_lines"] == 1 and corrupt["kept_aside"]
     assert "moved aside" in corrupt["error"]
+    edge = steps["edge_killed_mid_meeting"]
+    assert edge["kills_landed"] >= 2 and edge["final_run_exit"] == 0  # killed mid-meeting, then finished
+    assert edge["acknowledged"] == edge["stored"] > 0 and edge["segments_uninterrupted"] > 0
+    assert edge["heard_twice"] == 0 and edge["speech_missing"] == 0 and edge["chains_verified"] == 1
