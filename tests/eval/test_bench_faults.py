@@ -30,6 +30,9 @@ def test_the_short_fault_campaign_loses_and_doubles_nothing(meetmem_cli: Callabl
     assert corrupt["exit_status"] != 0 and corrupt["error_lines"] == 1 and corrupt["kept_aside"]
     assert "moved aside" in corrupt["error"]
     edge = steps["edge_killed_mid_meeting"]
-    assert edge["kills_landed"] >= 2 and edge["final_run_exit"] == 0  # killed mid-meeting, then finished
+    # Killed mid-meeting at least once, then finished. Of the three kills, how many land before a run reaches the
+    # end of the one-minute file depends on the machine's speed (tiny.en reads it in seconds on a quiet one);
+    # the full campaign's twenty land across the whole meeting (docs/BENCHMARKS.md).
+    assert edge["kills_landed"] >= 1 and edge["final_run_exit"] == 0
     assert edge["acknowledged"] == edge["stored"] > 0 and edge["segments_uninterrupted"] > 0
     assert edge["heard_twice"] == 0 and edge["speech_missing"] == 0 and edge["chains_verified"] == 1
