@@ -84,7 +84,7 @@ def read_file(path: str | os.PathLike[str], *, chunk_seconds: float = 1.0) -> It
         AudioError: the file is missing, empty, unreadable, has no audio stream, no samples, corrupt
             packets, or ends before its header says it does.
     """
-    av = _import_av()
+    av = import_av()
     source = os.fspath(path)
     _check_file(source)
     try:
@@ -146,7 +146,9 @@ def paced(chunks: Iterable[np.ndarray], clock: Clock | None = None, *,
         yield chunk
 
 
-def _import_av() -> ModuleType:
+def import_av() -> ModuleType:
+    """PyAV, imported on first use (decoding, resampling and Opus encoding all go through it); a missing
+    install raises ModelUnavailable naming it, for every input and the audio keeper alike."""
     try:
         import av
         import av.error  # noqa: F401 - the exception classes live here

@@ -120,9 +120,9 @@ class FramePcmDecoder:
         self._carry = b""
         self._resampler: Any = None
         if sample_rate != SAMPLE_RATE:
-            from .audio import _import_av
+            from .audio import import_av
 
-            self._av = _import_av()
+            self._av = import_av()
             self._resampler = self._av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
 
     def decode(self, data: bytes) -> np.ndarray:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .audio import SAMPLE_RATE, _import_av
+from .audio import SAMPLE_RATE, import_av
 from .errors import AudioError
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class OggOpusWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, bitrate: int = 24000) -> None:
-        av = _import_av()
+        av = import_av()
         self.path = Path(path)
         try:
             self._container = av.open(str(self.path), mode="w", format="ogg")

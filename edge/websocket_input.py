@@ -59,7 +59,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from .audio import SAMPLE_RATE, _import_av
+from .audio import SAMPLE_RATE, import_av
 from .errors import AudioError, ModelUnavailable
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ class _Decoder:
         self._resampler: Any = None
         self._codec: Any = None
         if fmt == "opus" or self.rate != SAMPLE_RATE or self.channels != 1:
-            self._av = _import_av()
+            self._av = import_av()
             self._resampler = self._av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
         if fmt == "opus":
             self._codec = self._av.CodecContext.create("opus", "r")
