@@ -23,9 +23,8 @@ import sqlite_utils
 from .errors import ImmutableLog, InvalidSegment, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
 from .interchange import check_id, check_segment_input
 from .meeting_meta import MeetingMeta, meta_from_row, write_meta
-from .receipts import Receipt, ReceiptError, ReceiptKey
+from .receipts import Receipt, ReceiptKey
 from .records import (
-    CHAINED_FIELDS,
     GENESIS_HASH,
     AppendResult,
     ChainReport,
@@ -37,6 +36,7 @@ from .records import (
 )
 from .schema import create_schema
 from .tombstones import Tombstone, check_tombstone, sign_tombstone
+from .verify import check_chain
 
 log = logging.getLogger(__name__)
 
@@ -591,74 +591,20 @@ class TranscriptLog:
         self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, receipts: Sequence[Receipt] = (),
         key: ReceiptKey | None = None,
     ) -> ChainReport:
-        """Recompute a meeting's hash chain and name the first broken link, if any.
-
-        Beyond the links, the chain must end where the meeting's head (kept apart from the segments) says,
-        and reach every position a closure record names, so rows removed from the end show too. Each
-        receipt (signed by `key` when the cloud acknowledged a batch, and kept by the device) must find its
-        position in the chain with the hash it was signed with: that holds even against someone who rewrote
-        the segments, the head and the closures together, as long as they do not hold the key.
+        """Recompute a meeting's hash chain and check where it ends (`verify.check_chain` says how).
 
         Raises:
             MeetingNotFound: the tenant has no such meeting.
             ReceiptError: a receipt of this meeting was not signed by `key` (or no key was given).
         """
         self.require_meeting(meeting_id, tenant=tenant)
-        mine = [r for r in receipts if (r.tenant, r.meeting_id) == (tenant, meeting_id)]
-        if mine and key is None:
-            raise ReceiptError("receipts are checked with the server's receipt key; none was given")
-        for receipt in mine:
-            assert key is not None
-            key.check_signature(receipt)
-        prev = GENESIS_HASH
-        checked = 0
-        hashes: dict[int, str] = {}
-        for expected_pos, seg in enumerate(self.chain(meeting_id, tenant=tenant)):
-            where = f"segment {seg.segment_id} (chain position {seg.chain_pos}, device {seg.device_id}, seq {seg.seq})"
-            if seg.chain_pos != expected_pos:
-                return ChainReport(meeting_id, checked, False, seg.segment_id, expected_pos,
-                                   f"{where}: expected chain position {expected_pos}; a row is missing")
-            if seg.prev_hash != prev:
-                return ChainReport(meeting_id, checked, False, seg.segment_id, seg.chain_pos,
-                                   f"{where}: its link to the previous row does not match")
-            row = {name: getattr(seg, name) for name in CHAINED_FIELDS}
-            if chain_hash(prev, row) != seg.hash:
-                return ChainReport(meeting_id, checked, False, seg.segment_id, seg.chain_pos,
-                                   f"{where}: its content does not match its hash (altered after it was stored)")
-            prev = seg.hash
-            hashes[seg.chain_pos] = seg.hash
-            checked += 1
-        end = checked - 1
-
-        def cut(reason: str, pos: int) -> ChainReport:
-            return ChainReport(meeting_id, checked, False, None, pos, reason, head_pos=end)
-
-        head = self.head(meeting_id, tenant=tenant)
-        if head is None:
-            return cut(f"the meeting has no recorded head, yet it was made by storing segments; its log ends at "
-                       f"chain position {end}, so rows may have been removed", end + 1)
-        head_pos, head_hash = head
-        if head_pos > end:
-            return cut(f"the log ends at chain position {end}, but the meeting's head records position {head_pos}: "
-                       f"{head_pos - end} rows were removed from the end", end + 1)
-        if head_pos < end or head_hash != prev:
-            return cut(f"the chain ends at position {end} with a hash the meeting's head (position {head_pos}) "
-                       "does not record: the end of the log was rewritten", min(head_pos, end) + 1)
         closed = self.read("SELECT MAX(through_pos) FROM meeting_closures WHERE tenant = ? AND meeting_id = ?",
                            (tenant, meeting_id))
         through = closed[0][0] if closed and closed[0][0] is not None else -1
-        if through > end:
-            return cut(f"the log ends at chain position {end}, but the meeting's closure record says it ran to "
-                       f"position {through}: {through - end} rows were removed from the end", end + 1)
-        for receipt in sorted(mine, key=lambda r: r.pos):
-            held = hashes.get(receipt.pos, GENESIS_HASH if receipt.pos == -1 else None)
-            if held is None:
-                return cut(f"a signed receipt acknowledges chain position {receipt.pos}, but the log ends at "
-                           f"position {end}: acknowledged rows were removed", end + 1)
-            if held != receipt.head:
-                return cut(f"a signed receipt acknowledges chain position {receipt.pos} with another hash than the "
-                           "log holds there: the log was rewritten from that position or before", receipt.pos)
-        return ChainReport(meeting_id, checked, True, head_pos=end, receipts=len(mine))
+        mine = [r for r in receipts if (r.tenant, r.meeting_id) == (tenant, meeting_id)]
+        head = self.head(meeting_id, tenant=tenant)
+        return check_chain(meeting_id, self.chain(meeting_id, tenant=tenant), head=head, closed_through=through,
+                           receipts=mine, key=key)
 
 
 def _same_content(old: Segment, new: SegmentInput) -> bool:
