@@ -23,6 +23,7 @@ from ..records import Segment
 from .bm25 import BM25Index
 from .dense import DenseIndex
 from .errors import SearchError
+from .fusion import Ranked, adaptive_weights, coverage, fuse, with_neighbours
 from .timing import span
 from .tokenize import MeetingTokenizer
 
@@ -534,77 +535,14 @@ class TranscriptSearch:
         opts = self.options
         if opts.adaptive_dense_weight is None:
             return opts.bm25_weight, opts.dense_weight
-        low, high = opts.adaptive_dense_weight
-        dense = low + (high - low) * (1.0 - coverage(index.bm25, terms, [d for d, _ in bm25_hits[:3]]))
-        return 1.0 - dense, dense
+        return adaptive_weights(opts.adaptive_dense_weight,
+                                coverage(index.bm25, terms, [d for d, _ in bm25_hits[:3]]))
 
-    def _with_neighbours(self, index: MeetingIndex, ranked: list[tuple[int, float, int | None, int | None]],
-                         mask: np.ndarray | None) -> list[tuple[int, float, int | None, int | None]]:
-        """Each candidate and each candidate's neighbour scored by its own fused score plus
-        `neighbour_weight` times its best neighbour's; best first."""
-        share = self.options.neighbour_weight
-        fused = {doc: score for doc, score, _b, _d in ranked}
-        ranks = {doc: (b, d) for doc, _s, b, d in ranked}
-        n = len(index)
-        docs = {d for doc in fused for d in (doc - 1, doc, doc + 1) if 0 <= d < n and (mask is None or mask[d])}
-        scored = [(doc, fused.get(doc, 0.0) + share * max(fused.get(doc - 1, 0.0), fused.get(doc + 1, 0.0)))
-                  for doc in docs]
-        scored.sort(key=lambda item: (-item[1], item[0]))
-        return [(doc, score, *ranks.get(doc, (None, None))) for doc, score in scored]
+    def _with_neighbours(self, index: MeetingIndex, ranked: list[Ranked], mask: np.ndarray | None) -> list[Ranked]:
+        return with_neighbours(ranked, len(index), self.options.neighbour_weight, mask)
 
-    def _fuse(
-        self, bm25_hits: list[tuple[int, float]], dense_rankings: list[list[tuple[int, float]]],
-        weights: tuple[float, float] | None = None,
-    ) -> list[tuple[int, float, int | None, int | None]]:
-        """Fuse the BM25 ranking with one dense ranking per model; returns (doc, score, bm25 rank, dense rank)."""
+    def _fuse(self, bm25_hits: list[tuple[int, float]], dense_rankings: list[list[tuple[int, float]]],
+              weights: tuple[float, float] | None = None) -> list[Ranked]:
         opts = self.options
-        bm25_weight, dense_weight = weights or (opts.bm25_weight, opts.dense_weight)
-        fused: dict[int, list] = {}
-
-        def parts(hits: list[tuple[int, float]], *, lexical: bool) -> list[float]:
-            if opts.fusion == "convex":
-                return _scaled([s for _, s in hits], floor_zero=lexical)
-            return [1.0 / (opts.rrf_k + rank) for rank in range(1, len(hits) + 1)]
-
-        for rank, ((doc, _), part) in enumerate(zip(bm25_hits, parts(bm25_hits, lexical=True), strict=True), 1):
-            entry = fused.setdefault(doc, [0.0, None, None])
-            entry[0] += bm25_weight * part
-            entry[1] = rank
-        for dense_hits in dense_rankings:
-            for rank, ((doc, _), part) in enumerate(
-                zip(dense_hits, parts(dense_hits, lexical=False), strict=True), 1
-            ):
-                entry = fused.setdefault(doc, [0.0, None, None])
-                entry[0] += dense_weight * part
-                entry[2] = rank if entry[2] is None else min(entry[2], rank)
-        order = sorted(fused.items(), key=lambda item: (-item[1][0], item[0]))
-        return [(doc, v[0], v[1], v[2]) for doc, v in order]
-
-
-def coverage(bm25: BM25Index, terms: Sequence[str], docs: Sequence[int]) -> float:
-    """How much of a query the best of `docs` holds: the idf-weighted share of the query's distinct terms
-    it contains, a term the meeting never uses weighing as a term said once (`BM25Index.unseen_idf`).
-
-    Near 1: the question repeats the meeting's own words; near 0: it names things in other words.
-    """
-    distinct = set(terms)
-    if not distinct or not docs:
-        return 0.0
-    unseen = bm25.unseen_idf()
-    weights = {t: (bm25.idf(t) if bm25.holds_term(t) else unseen) for t in distinct}
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0
-    return max(sum(w for t, w in weights.items() if bm25.holds(t, doc)) for doc in docs) / total
-
-
-def _scaled(scores: list[float], *, floor_zero: bool) -> list[float]:
-    """Scores scaled to [0, 1]: divided by the best (BM25, whose zero is meaningful) or min-max (cosines)."""
-    if not scores:
-        return []
-    top = max(scores)
-    low = 0.0 if floor_zero else min(scores)
-    span = top - low
-    if span <= 0:
-        return [1.0 for _ in scores]
-    return [(s - low) / span for s in scores]
+        return fuse(bm25_hits, dense_rankings, weights or (opts.bm25_weight, opts.dense_weight),
+                    convex=opts.fusion == "convex", rrf_k=opts.rrf_k)
