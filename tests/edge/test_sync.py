@@ -33,6 +33,18 @@ def _exactly_once(rows: list[dict[str, Any]], n: int) -> None:
     assert all(r["text"] == f"line {r['seq']}: order {r['seq'] * 7} units" for r in rows)
 
 
+
+def _drained(outbox: Outbox, client: CloudClient) -> Uploader:
+    """An uploader run until the outbox is empty (asserted), then stopped, with the client closed."""
+    uploader = Uploader(outbox, client, FAST)
+    uploader.start()
+    try:
+        assert uploader.drain(timeout=60)
+    finally:
+        uploader.stop()
+        client.close()
+    return uploader
+
 def test_the_outbox_drains_once_even_when_an_ack_is_lost(tmp_path: Path, serve_factory: Callable[..., Any],
                                                           token_maker: Callable[[Path, str], str]) -> None:
     serve = serve_factory()
@@ -44,13 +56,7 @@ def test_the_outbox_drains_once_even_when_an_ack_is_lost(tmp_path: Path, serve_f
         # The first batch reached the cloud but its acknowledgement was lost: it is still in the outbox.
         first = outbox.pending(FAST.batch)
         client.post_segments("m1", outbox.device_id, [s.payload() for s in first])
-        uploader = Uploader(outbox, client, FAST)
-        uploader.start()
-        try:
-            assert uploader.drain(timeout=60)
-        finally:
-            uploader.stop()
-            client.close()
+        uploader = _drained(outbox, client)
         assert outbox.stats().pending == 0 and uploader.sent == 75
     _exactly_once(_stored(serve.url, token, "m1"), 75)
 
@@ -161,13 +167,7 @@ def test_the_outbox_keeps_the_clouds_latest_receipt_for_verify(tmp_path: Path, s
     with Outbox(outbox_path) as outbox:
         _fill(outbox, "m1", 45)
         client = CloudClient(serve.url, token)
-        uploader = Uploader(outbox, client, FAST)
-        uploader.start()
-        try:
-            assert uploader.drain(timeout=60)
-        finally:
-            uploader.stop()
-            client.close()
+        _drained(outbox, client)
         (receipt,) = outbox.receipts()
     assert (receipt["meeting_id"], receipt["tenant"], receipt["pos"]) == ("m1", "acme", 44)
     printed = meetmem_cli("edge", "receipts", "--outbox", str(outbox_path), "--json", db=None)
