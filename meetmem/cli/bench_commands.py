@@ -1,7 +1,7 @@
 """`meetmem bench ...`: benchmarks that print JSON figures (recorded in docs/BENCHMARKS.md).
 
-Each benchmark lives in `meetmem.eval` and registers its own subcommand; they are imported only here,
-when the CLI builds its parser, and import their heavy libraries only when they run.
+Each benchmark lives in `meetmem.eval` (`bench/` and `corpora/`) and registers its own subcommand; they are
+imported only here, when the CLI builds its parser, and import their heavy libraries only when they run.
 """
 
 from __future__ import annotations
@@ -13,20 +13,16 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench = sub.add_parser("bench", help="benchmarks that print JSON figures",
                            description="Benchmarks. Each prints one JSON object on stdout; progress on stderr.")
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
-    from meetmem.eval import (
-        ami_ledger,
-        ami_questions,
-        bench_audio,
-        bench_context,
-        bench_delete,
-        bench_edge,
-        bench_faults,
-        bench_serve,
-        bench_store,
-        bench_summaries,
-        locomo,
-        retrieval,
-    )
+    from meetmem.eval.bench import audio as bench_audio
+    from meetmem.eval.bench import context as bench_context
+    from meetmem.eval.bench import delete as bench_delete
+    from meetmem.eval.bench import edge as bench_edge
+    from meetmem.eval.bench import faults as bench_faults
+    from meetmem.eval.bench import serve as bench_serve
+    from meetmem.eval.bench import store as bench_store
+    from meetmem.eval.bench import summaries as bench_summaries
+    from meetmem.eval.corpora import ami_ledger, ami_questions, locomo
+    from meetmem.eval.harness import runs as retrieval
 
     bench_store.add_parser(bench_sub, common)
     bench_serve.add_parser(bench_sub, common)

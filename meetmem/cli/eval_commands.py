@@ -1,9 +1,9 @@
 """`meetmem eval ...`: evaluations of meetmem's answers against baselines on generated meetings.
 
 `eval run` reads a needle meeting folder (`<name>.jsonl` and `<name>.needles.json`, as
-`meetmem.eval.needle_types.NeedleMeeting.write` leaves them) and prints the comparison of
-`meetmem.eval.needle_eval.evaluate`: a table, or one JSON object with `--json`. Progress goes to stderr.
-`eval report` generates and evaluates a grid of needle meetings (`meetmem.eval.needle_report`) and writes
+`meetmem.eval.needles.records.NeedleMeeting.write` leaves them) and prints the comparison of
+`meetmem.eval.needles.evaluation.evaluate`: a table, or one JSON object with `--json`. Progress goes to stderr.
+`eval report` generates and evaluates a grid of needle meetings (`meetmem.eval.needles.report`) and writes
 `report.json`, `report.md` and PNG plots into a folder.
 """
 
@@ -83,8 +83,8 @@ def _noise_rate(value: str) -> float:
 
 
 def report(args: argparse.Namespace, ctx: Any) -> int:
-    from meetmem.eval.needle_report import evaluate_grid, grid, write_report
-    from meetmem.eval.run_info import checkout, machine_info
+    from meetmem.eval.harness.run_info import checkout, machine_info
+    from meetmem.eval.needles.report import evaluate_grid, grid, write_report
 
     from .progress import ProgressBar
 
@@ -114,8 +114,8 @@ def report(args: argparse.Namespace, ctx: Any) -> int:
         b.finish()
     corpora = corpora_lines = None
     if data is not None:
-        from meetmem.eval.corpora_report import evaluate_corpora
-        from meetmem.eval.corpora_report import markdown as corpora_markdown
+        from meetmem.eval.corpora.report import evaluate_corpora
+        from meetmem.eval.corpora.report import markdown as corpora_markdown
 
         corpora = evaluate_corpora(data, routes=routes, progress=say)
         corpora_lines = corpora_markdown(corpora)
@@ -138,9 +138,9 @@ def report(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from meetmem.eval.needle_eval import evaluate, table
-    from meetmem.eval.needle_types import NeedleMeeting
-    from meetmem.eval.run_info import checkout, machine_info
+    from meetmem.eval.harness.run_info import checkout, machine_info
+    from meetmem.eval.needles.evaluation import evaluate, table
+    from meetmem.eval.needles.records import NeedleMeeting
     folder = Path(args.meeting)
     files = [folder / f"{args.name}.jsonl", folder / f"{args.name}.needles.json"]
     missing = [str(f) for f in files if not f.is_file()]
@@ -155,7 +155,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     say = None if ctx.quiet else note
     routes = _routes(ctx)
     info = machine_info()
-    head, modified = checkout(["cloud", "store", "summarizers", "eval/needle_eval.py", "eval/baselines.py"])
+    head, modified = checkout(["cloud", "store", "summarizers", "eval/needles/evaluation.py",
+                               "eval/needles/baselines.py"])
     # A database named with --db keeps the evaluated copy for a look afterwards; it must be new.
     if args.db:
         if Path(args.db).exists():

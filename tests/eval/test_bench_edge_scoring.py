@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from meetmem.eval.asr_scoring import (
+from meetmem.eval.harness.asr_scoring import (
     edit_distance,
     error_rate,
     meeting_glossary,
@@ -100,7 +100,7 @@ def test_the_default_meeting_is_package_data_not_a_source_tree_path() -> None:
     from pathlib import Path
 
     import meetmem
-    from meetmem.eval.bench_edge import demo_file
+    from meetmem.eval.bench.edge import demo_file
 
     package = Path(meetmem.__file__).resolve().parent
     for name in ("sample_meeting.ogg", "sample_meeting.jsonl"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from meetmem.eval.planted_meeting import generate_meeting
+from meetmem.eval.bench.planted_meeting import generate_meeting
 
 RESULT_KEYS = {"hours", "segments", "segments_per_hour", "speakers", "topic_blocks", "planted_facts", "sections",
                "traceability", "drift", "cost", "ask", "wall_s"}

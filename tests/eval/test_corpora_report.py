@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from meetmem.eval.corpora_report import PARTS, evaluate_corpora, markdown
+from meetmem.eval.corpora.report import PARTS, evaluate_corpora, markdown
 
 
 @pytest.fixture

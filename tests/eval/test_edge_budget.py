@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from meetmem.eval.edge_budget import (
+from meetmem.eval.bench.edge_budget import (
     MB,
     CapSearch,
     board_factors,

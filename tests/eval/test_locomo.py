@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from meetmem.eval.locomo import (
+from meetmem.eval.corpora.locomo import (
     SESSION_GAP_S,
     conversation_segments,
     evaluate_locomo,
     load_locomo,
     parse_date_time,
 )
-from meetmem.eval.retrieval import BenchDataError
+from meetmem.eval.harness.runs import BenchDataError
 from meetmem.store.interchange import MAX_TIMESTAMP_S
 
 Turns = tuple[list[tuple[str, str]], list[tuple[str, str]]]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from meetmem.eval.needle_audio import (
+from meetmem.eval.needles.audio import (
     AUDIO_FILE,
     REFERENCE_NAME,
     align,
@@ -21,7 +21,7 @@ from meetmem.eval.needle_audio import (
     values_survived,
     word_errors,
 )
-from meetmem.eval.needle_types import Needle, NeedleMeeting, NeedleQuestion
+from meetmem.eval.needles.records import Needle, NeedleMeeting, NeedleQuestion
 
 
 def row(start: float, end: float, text: str, speaker: str | None = "Ana") -> dict[str, Any]:
@@ -203,7 +203,7 @@ def test_needle_recall_from_audio_on_a_two_minute_meeting(embedder: Any, tmp_pat
     (two reworded questions whose subject Whisper misheard), WER 0.21, 150 s of audio, about 20 s on two
     busy cores. The bound leaves room for one more miss: the questions' wording is the generator's."""
     _require_tools()
-    from meetmem.eval.needles import generate
+    from meetmem.eval.needles.generator import generate
     from meetmem.store.index.search import EmbedderRoutes
 
     meeting = generate(2 / 60, lang="en", seed=7, needles_per_hour=240)

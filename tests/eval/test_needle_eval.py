@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from meetmem.eval.baselines import sliding_window
-from meetmem.eval.needle_eval import evaluate, table
-from meetmem.eval.needle_scoring import METHODS, holds, normalised
-from meetmem.eval.needle_types import Needle, NeedleMeeting, NeedleQuestion
-from meetmem.eval.planted_meeting import BACKCHANNEL, FILLER, TOPICS
+from meetmem.eval.bench.planted_meeting import BACKCHANNEL, FILLER, TOPICS
+from meetmem.eval.needles.baselines import sliding_window
+from meetmem.eval.needles.evaluation import evaluate, table
+from meetmem.eval.needles.records import Needle, NeedleMeeting, NeedleQuestion
+from meetmem.eval.needles.scoring import METHODS, holds, normalised
 
 SPEAKERS = ("Ana", "Ben", "Chloe", "Dev")
 SEGMENTS = 420
@@ -206,7 +206,7 @@ def test_ci_guard_meetmem_recall_at_5_on_a_short_meeting(meeting: NeedleMeeting,
 @pytest.mark.model
 def test_ci_guard_on_a_generated_ten_minute_meeting(embedder: Any, tmp_path: Path) -> None:
     """The same guard on the needle generator's 10-minute English text meeting, once the generator exists."""
-    needles = pytest.importorskip("meetmem.eval.needles", reason="the needle generator is not written yet")
+    needles = pytest.importorskip("meetmem.eval.needles.generator", reason="the needle generator is not written yet")
     from meetmem.store.index.search import EmbedderRoutes
 
     generated = needles.generate(10 / 60, lang="en", seed=7)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from meetmem.eval.needle_report import PLOTS
+from meetmem.eval.needles.report import PLOTS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -60,7 +60,7 @@ def _result(lang: str, hours: float, recall: float, by_wording: dict[str, float]
 
 
 def test_targets_are_checked_overall_and_per_wording_on_clean_meetings_only() -> None:
-    from meetmem.eval.needle_report_md import targets
+    from meetmem.eval.needles.report_md import targets
 
     results = [
         _result("en", 4.0, 0.91, {"as_said": 0.99, "reworded": 0.83}, kept=(3, 1.0, 1.0)),

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from meetmem.eval.needle_noise import add_noise
-from meetmem.eval.needle_types import NEEDLE_KINDS, NeedleMeeting
-from meetmem.eval.needles import generate, zh_number
+from meetmem.eval.needles.generator import generate, zh_number
+from meetmem.eval.needles.noise import add_noise
+from meetmem.eval.needles.records import NEEDLE_KINDS, NeedleMeeting
 from meetmem.store.interchange import read_jsonl
 
 LANGS = ("en", "zh")

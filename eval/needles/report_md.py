@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .md_table import num, table
-from .needle_scoring import LAYER_ANSWERS, LAYERS
+from ..harness.md_table import num, table
+from .scoring import LAYER_ANSWERS, LAYERS
 
 #: What the issue asks of the harness's own figures: (what, meetings it applies to, floor).
 RECALL_TARGETS = (

@@ -8,7 +8,7 @@ pause between them and may cut or drop speech, and Whisper writes what it heard.
 needle, correction and distractor onto the recognised segments by time overlap, so the same questions
 are asked of what the edge really captured and recognition errors count (`evaluate_audio`).
 
-    python -m meetmem.eval.needle_audio --minutes 30 --lang en --model base --out /tmp/needle-audio
+    python -m meetmem.eval.needles.audio --minutes 30 --lang en --model base --out /tmp/needle-audio
 
 prints one JSON object (the `needle_eval.evaluate` result with an `audio` block) on stdout.
 """
@@ -30,9 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .asr_scoring import edit_distance, meeting_glossary, pooled, tokens
-from .needle_types import NeedleMeeting
-from .sample_meeting import (
+from ..harness.asr_scoring import edit_distance, meeting_glossary, pooled, tokens
+from ..sample_meeting import (
     SAMPLE_RATE,
     Utterance,
     Voice,
@@ -43,8 +42,9 @@ from .sample_meeting import (
     spoken_form,
     write_wav,
 )
+from .records import NeedleMeeting
 
-log = logging.getLogger("meetmem.eval.needle_audio")
+log = logging.getLogger("meetmem.eval.needles.audio")
 
 #: English voices handed to the meeting's speakers in order of first appearance (the generator uses 4 to
 #: 6): the demo meeting's four (`sample_meeting.VOICES`) and two more, American and British, men and women.
@@ -150,7 +150,7 @@ def recognise(audio_path: Path, *, model: str = "base", threads: int = 2, langua
     run's figures: audio seconds, wall time of the capture and of the whole process, real-time factor,
     model load time and peak memory (VmHWM) of the edge process.
     """
-    from .edge_process import run_edge
+    from ..bench.edge_process import run_edge
 
     job = {"model": model, "beam": beam, "threads": threads, "language": language, "glossary": list(glossary),
            "inputs": [{"path": str(audio_path), "meeting": "needle-audio"}]}
@@ -312,7 +312,7 @@ def values_survived(aligned: NeedleMeeting, *, loose: bool = False) -> list[bool
     """For each needle, whether every expected answer of its questions is in the recognised text of its
     segments, as written (the ceiling on exact answers once recognition has happened), or with `loose`
     up to how numbers, amounts, times and dates are written (`loosely`)."""
-    from .needle_scoring import holds
+    from .scoring import holds
 
     out = []
     for needle in aligned.needles:
@@ -348,7 +348,7 @@ def evaluate_audio(meeting: NeedleMeeting, folder: Path, *, routes: Any, model: 
         render, the recognition's figures, WER, the share of needles whose answers survived recognition
         verbatim, what the alignment lost, and the wall time of it all (`total_wall_s`).
     """
-    from .needle_eval import evaluate
+    from .evaluation import evaluate
 
     say = progress or (lambda _message: None)
     started = time.perf_counter()
@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from meetmem.store.index.search import embedder_routes
 
-    from .needles import generate
+    from .generator import generate
 
     t0 = time.perf_counter()
     meeting = generate(args.minutes / 60, lang=args.lang, seed=args.seed, needles_per_hour=args.needles_per_hour)

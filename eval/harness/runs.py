@@ -282,8 +282,8 @@ def _guarded(run: Callable[[argparse.Namespace, CommandContext], int]) -> Callab
 
 
 def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from .qmsum import run_qmsum
-    from .zh_bench import run_zh
+    from ..corpora.qmsum import run_qmsum
+    from ..corpora.zh import run_zh
 
     p = bench_sub.add_parser(
         "qmsum", parents=[common], help="retrieval quality on the QMSum meetings",

@@ -35,8 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .measure import SharedVectorEmbedder, db_bytes, proc_status, rate, reset_peak_rss
-from .run_info import checkout, machine_info
+from ..harness.measure import SharedVectorEmbedder, db_bytes, proc_status, rate, reset_peak_rss
+from ..harness.run_info import checkout, machine_info
 from .search_timing import K, measure_search, timed_build
 from .store_corpus import Corpus, generate_corpus, pick_questions
 
@@ -281,7 +281,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     wall0 = time.perf_counter()
     cpu0 = time.process_time()
     info = machine_info()
-    head, modified = checkout(["store", "eval/bench_store.py"], untracked=False)
+    head, modified = checkout(["store", "eval/bench/store.py"], untracked=False)
     code = {"git_head": head, "modified_store_files": modified}
     embedder = None
     load_s = None

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .needle_eval import DEFAULT_K
-from .needle_report_md import by_method, meeting_label, methods_of
+from .evaluation import DEFAULT_K
+from .report_md import by_method, meeting_label, methods_of
 
 #: The bars of the layer plot: what each layer keeps, then what answering from it alone finds.
 PLOT_LAYERS = ("raw_retrieval", "l1", "l2", "l1_answer", "l2_answer")

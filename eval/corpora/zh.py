@@ -1,5 +1,5 @@
 """`meetmem bench zh`: `ask` and search on the project's Chinese meeting (`eval/data`), by embedder and
-question language. See `meetmem.eval.retrieval` for the scoring."""
+question language. See `meetmem.eval.harness.runs` for the scoring."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .retrieval import (
+from ..harness.runs import (
     BenchDataError,
     RunClock,
     _base_options,

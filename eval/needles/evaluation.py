@@ -43,6 +43,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from ..bench.context import shown_evidence
+from ..harness.measure import latency
 from .baselines import (
     LONG_WINDOW,
     final_rolling_summary,
@@ -51,10 +53,9 @@ from .baselines import (
     segment_tokens,
     sliding_window,
 )
-from .bench_context import shown_evidence
 from .layer_answers import LayerAnswers
-from .measure import latency
-from .needle_scoring import (
+from .records import NeedleMeeting
+from .scoring import (
     LAYER_ANSWERS,
     LAYERS,
     METHODS,
@@ -68,7 +69,6 @@ from .needle_scoring import (
     recall,
     share,
 )
-from .needle_types import NeedleMeeting
 
 DEFAULT_K = 5
 DEFAULT_BUDGET = 4000
@@ -119,7 +119,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
     from meetmem.summarizers.digest import MeetingDigester
     from meetmem.summarizers.extractive import ExtractiveSummarizer
 
-    from .bench_summaries import traceability
+    from ..bench.summaries import traceability
 
     say = progress or (lambda _message: None)
     db_path = Path(db_path)

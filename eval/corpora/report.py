@@ -29,8 +29,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from .md_table import num, table
-from .retrieval import BenchDataError
+from ..harness.md_table import num, table
+from ..harness.runs import BenchDataError
 
 PARTS = ("qmsum", "locomo", "ami", "audio")
 #: The third-party audit of LoCoMo's evidence, scored beside the published evidence when present.
@@ -149,8 +149,8 @@ def audio_part(folder: Path, *, progress: Callable[[str], None] | None = None) -
     missing = [m for m in ("faster_whisper", "opencc") if importlib.util.find_spec(m) is None]
     if missing:
         return {"skipped": f"the edge extra is not installed ({', '.join(missing)}): pip install 'meetmem[edge]'"}
-    from .bench_edge import clips_part
-    from .serve_process import ServeBenchError
+    from ..bench.edge import clips_part
+    from ..bench.serve_process import ServeBenchError
 
     if progress is not None:
         progress("clips: Whisper base, beam 1, 2 threads, language detected, in a child process ...")

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The libraries the store and the cloud's search depend on.
 STORE_DISTRIBUTIONS = ("numpy", "faiss-cpu", "torch", "sentence-transformers", "transformers", "snowballstemmer",

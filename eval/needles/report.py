@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .needle_eval import DEFAULT_BUDGET, DEFAULT_K, evaluate
-from .needle_report_md import markdown
-from .needle_report_plots import PLOTS, plot
-from .needles import generate
+from .evaluation import DEFAULT_BUDGET, DEFAULT_K, evaluate
+from .generator import generate
+from .report_md import markdown
+from .report_plots import PLOTS, plot
 
 __all__ = ["PLOTS", "MeetingSpec", "evaluate_grid", "grid", "write_report"]
 
@@ -90,7 +90,7 @@ def evaluate_grid(out: Path, specs: Sequence[MeetingSpec], *, seed: int = 7, k: 
         began = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="meetmem-report-") as tmp:
             if spec.source == "audio":
-                from .needle_audio import evaluate_audio
+                from .audio import evaluate_audio
 
                 result = evaluate_audio(meeting, folder, routes=routes, model=audio_model, k=k, budget=budget,
                                         progress=lines, on_question=on_question)

@@ -44,11 +44,11 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from .bench_summaries import DEFAULT_SEED, _hours, _note
-from .measure import Stopwatch, latency, patched
+from ..harness.measure import Stopwatch, latency, patched
+from ..harness.run_info import checkout, machine_info
 from .planted_meeting import DEVICE, PlantedMeeting, append_range, generate_meeting
-from .run_info import checkout, machine_info
 from .search_timing import timed_build
+from .summaries import DEFAULT_SEED, _hours, _note
 
 DEFAULT_HOURS = (1.0, 4.0, 8.0)
 DEFAULT_BUDGET = 4000
@@ -315,7 +315,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     wall0 = time.perf_counter()
     info = machine_info()
     head, modified = checkout(["cloud/compiler.py", "cloud/prompting.py", "cloud/answer.py", "cloud/tokens.py",
-                               "summarizers", "store", "eval/bench_context.py", "eval/planted_meeting.py"])
+                               "summarizers", "store", "eval/bench/context.py", "eval/bench/planted_meeting.py"])
     s = ctx.settings
     routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads)
     if routes is not None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .bench_summaries import rolling_summary
+from ..bench.summaries import rolling_summary
 
 #: A large model's context window, for "does the whole transcript fit".
 LONG_WINDOW = 128_000

@@ -46,7 +46,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .retrieval import PARTS, BenchDataError, RunClock, _base_options, _guarded, _options_public, in_part
+from ..harness.runs import PARTS, BenchDataError, RunClock, _base_options, _guarded, _options_public, in_part
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext

@@ -36,11 +36,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .bench_store import ingest
-from .measure import db_bytes, latency, rate
-from .run_info import checkout, machine_info
+from ..harness.measure import db_bytes, latency, rate
+from ..harness.run_info import checkout, machine_info
 from .serve_load import LiveMeeting, LoadPlan, Question, Tally, live_speakers, run_load
 from .serve_process import ServeBenchError, Server, free_port, machine_cpu_ticks
+from .store import ingest
 from .store_corpus import Corpus, generate_corpus
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """`meetmem bench qmsum`: retrieval on the QMSum validation meetings, scored against annotated turn spans.
 
-See `meetmem.eval.retrieval` for the metrics and methods."""
+See `meetmem.eval.harness.runs` for the metrics and methods."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .retrieval import (
+from ..harness.runs import (
     BenchDataError,
     RunClock,
     _base_options,

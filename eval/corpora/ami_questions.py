@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .retrieval import BenchDataError, _guarded
+from ..harness.runs import BenchDataError, _guarded
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext

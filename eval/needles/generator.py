@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .needle_noise import add_noise
-from .needle_rewording import reword
-from .needle_talk import EN_BACKCHANNEL, SPEAKERS, ZH_BACKCHANNEL, ami_lines, background_line, topics
-from .needle_types import NEEDLE_KINDS, Needle, NeedleMeeting, NeedleQuestion
-from .needle_vocab import VOCAB
+from .noise import add_noise
+from .records import NEEDLE_KINDS, Needle, NeedleMeeting, NeedleQuestion
+from .rewording import reword
+from .talk import EN_BACKCHANNEL, SPEAKERS, ZH_BACKCHANNEL, ami_lines, background_line, topics
+from .vocab import VOCAB
 
 #: Share of needles that get a distractor: a similar fact about something else, said elsewhere.
 DISTRACTOR_SHARE = 0.3

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .asr_scoring import error_rate, meeting_glossary, pooled, spoken_end, term_hits, tokens
+from ..harness.asr_scoring import error_rate, meeting_glossary, pooled, spoken_end, term_hits, tokens
+from ..harness.measure import latency
+from ..harness.run_info import checkout, machine_info, versions
 from .edge_process import Cloud, create_token, run_edge
-from .measure import latency
-from .run_info import checkout, machine_info, versions
 from .serve_process import ServeBenchError, free_port
 
 
@@ -460,8 +460,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     parts = set(args.parts)
     report: dict[str, Any] = {
         "benchmark": "edge", "machine": info,
-        "code": dict(zip(("git_head", "modified"), checkout(["edge", "eval/bench_edge.py", "eval/edge_process.py",
-                                                            "eval/edge_budget.py"]), strict=True)),
+        "code": dict(zip(("git_head", "modified"), checkout(["edge", "eval/bench/edge.py", "eval/bench/edge_process.py",
+                                                            "eval/bench/edge_budget.py"]), strict=True)),
         "config": {"audio": str(audio), "reference": str(transcript), "audio_cut_s": cut, "quick": args.quick,
                    "reference_segments": len(reference), "reference_words": len(tokens(_text(reference), "word")),
                    "compute_type": "int8", "vad": "edge defaults (webrtcvad 2, 30 ms frames, 600 ms silence)",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .needle_types import NEEDLE_KINDS, Needle
+from .records import NEEDLE_KINDS, Needle
 
 #: Methods in the order of the comparison table; `dense` is left out when there is no model.
 METHODS = ("meetmem", "meetmem_prompt", "bm25", "dense", "sliding_window", "rolling_summary", "full_transcript")

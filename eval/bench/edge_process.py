@@ -18,7 +18,7 @@ faster-whisper instead of the edge (`plain_capture`): the library the edge wraps
 `partials` ({model, cadence}) turns partial captions on for a paced input, each one noted with its time.
 
     echo '{"model": "tiny.en", "inputs": [{"path": "meeting.ogg", "meeting": "m"}]}' | \
-        python -m meetmem.eval.edge_process
+        python -m meetmem.eval.bench.edge_process
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .measure import db_bytes, patched, proc_status
+from ..harness.measure import db_bytes, patched, proc_status
 from .serve_process import ServeBenchError, Server, machine_cpu_ticks
 
 if TYPE_CHECKING:
@@ -287,7 +287,7 @@ def run_edge(job: dict[str, Any], *, address_space: int | None = None) -> dict[s
         if address_space is not None:
             resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
-    proc = subprocess.run([sys.executable, "-m", "meetmem.eval.edge_process"], input=json.dumps(job),
+    proc = subprocess.run([sys.executable, "-m", "meetmem.eval.bench.edge_process"], input=json.dumps(job),
                           capture_output=True, text=True, env=env,
                           preexec_fn=before_exec if cores or address_space is not None else None)
     wall = time.perf_counter() - t0

@@ -41,10 +41,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..harness.measure import SharedVectorEmbedder, latency
+from ..harness.run_info import checkout, machine_info
 from .ask_under_load import ASK_QUESTIONS, LIVE_BATCH, ask_latency, ask_questions
-from .measure import SharedVectorEmbedder, latency
 from .planted_meeting import DEVICE, PlantedFact, PlantedMeeting, append_range, generate_meeting
-from .run_info import checkout, machine_info
 from .search_timing import timed_build
 
 DEFAULT_HOURS = (1.0, 4.0)
@@ -325,8 +325,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
 
     wall0 = time.perf_counter()
     info = machine_info()
-    head, modified = checkout(["summarizers", "store", "cloud/answer.py", "eval/bench_summaries.py",
-                               "eval/planted_meeting.py"])
+    head, modified = checkout(["summarizers", "store", "cloud/answer.py", "eval/bench/summaries.py",
+                               "eval/bench/planted_meeting.py"])
     s = ctx.settings
     routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads)
     if routes is not None:

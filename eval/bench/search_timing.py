@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .measure import Clock, Stopwatch, patched, preemptions
+from ..harness.measure import Clock, Stopwatch, patched, preemptions
 from .store_corpus import Fact
 
 K = 10
