@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ..harness.measure import latency
+from ..harness import latency
 from .planted_meeting import PlantedFact, PlantedMeeting, append_range
 
 ASK_QUESTIONS = 20

@@ -44,11 +44,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ..harness.measure import Stopwatch, latency, patched
-from ..harness.run_info import checkout, machine_info
+from ..harness import Stopwatch, checkout, hours_arg, latency, machine_info, patched, progress_note
 from .planted_meeting import DEVICE, PlantedMeeting, append_range, generate_meeting
 from .search_timing import timed_build
-from .summaries import DEFAULT_SEED, _hours, _note
+from .summaries import DEFAULT_SEED
 
 DEFAULT_HOURS = (1.0, 4.0, 8.0)
 DEFAULT_BUDGET = 4000
@@ -274,10 +273,11 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, option
         for lo in range(0, len(meeting), 50):
             append_range(log, meeting_id, tenant, meeting, lo, min(lo + 50, len(meeting)))
         log.close_meeting(meeting_id, tenant=tenant)
-        _note(ctx, f"{label} {len(meeting)} segments, {len(meeting.facts)} planted facts; embedding and indexing ...")
+        progress_note(ctx, f"{label} {len(meeting)} segments, {len(meeting.facts)} planted facts; "
+                           "embedding and indexing ...")
         search = TranscriptSearch(log, routes)
         build = timed_build(search, meeting_id, tenant)
-        _note(ctx, f"{label} digesting ...")
+        progress_note(ctx, f"{label} digesting ...")
         digester = MeetingDigester(log, search, ExtractiveSummarizer())
         t0 = time.perf_counter()
         digest = digester.update(meeting_id, tenant=tenant)
@@ -288,7 +288,7 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, option
         full = count_tokens("\n".join(segment_line(s, s.chain_pos) for s in segments))
         result["full_transcript"] = {"tokens": full, "fits_128k": full <= WINDOW}
 
-        _note(ctx, f"{label} ask session over {len(meeting.facts)} questions ...")
+        progress_note(ctx, f"{label} ask session over {len(meeting.facts)} questions ...")
         session = ask_session(log, search, digester, meeting_id, tenant, meeting, fact_ids, options)
     tokens = session["prompt_tokens"]
     tokens["p50_share_of_full"] = round(tokens["p50"] / full, 4) if full else None
@@ -319,7 +319,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     s = ctx.settings
     routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads)
     if routes is not None:
-        _note(ctx, f"loading the {s.embedder} embedding model ...")
+        progress_note(ctx, f"loading the {s.embedder} embedding model ...")
         t0 = time.perf_counter()
         routes.default.encode_query("warm up")
         info["embedder_load_s"] = round(time.perf_counter() - t0, 2)
@@ -328,7 +328,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-context-") as tmp:
         for hours in args.hours:
             results.append(run_hours(ctx, hours, args.seed, routes, Path(tmp) / f"context-{hours:g}h.db", options))
-            _note(ctx, f"[{hours:g} h] done in {results[-1]['wall_s']:.1f}s")
+            progress_note(ctx, f"[{hours:g} h] done in {results[-1]['wall_s']:.1f}s")
     report = {
         "benchmark": "context",
         "machine": info,
@@ -364,7 +364,7 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                     "No language model is called. One JSON object on stdout; progress on stderr. Uses a "
                     "temporary database.",
     )
-    p.add_argument("--hours", type=_hours, default=list(DEFAULT_HOURS), metavar="H[,H...]",
+    p.add_argument("--hours", type=hours_arg, default=list(DEFAULT_HOURS), metavar="H[,H...]",
                    help="meeting lengths in hours (default: 1,4,8)")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
                    help=f"the compiler's prompt budget in tokens (default: {DEFAULT_BUDGET})")

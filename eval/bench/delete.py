@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..harness.run_info import checkout, machine_info
+from ..harness import checkout, machine_info
 
 
 def _note(ctx: Any, message: str) -> None:

@@ -31,9 +31,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..harness.asr_scoring import error_rate, meeting_glossary, pooled, spoken_end, term_hits, tokens
-from ..harness.measure import latency
-from ..harness.run_info import checkout, machine_info, versions
+from ..harness import (
+    checkout,
+    error_rate,
+    latency,
+    machine_info,
+    meeting_glossary,
+    pooled,
+    spoken_end,
+    term_hits,
+    tokens,
+    versions,
+)
 from .edge_process import Cloud, create_token, run_edge
 from .serve_process import ServeBenchError, free_port
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..harness.md_table import num, table
+from ..harness import num, table
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,7 @@ def empty_outbox_bytes(folder: Path) -> int:
     """The size of a new outbox file with nothing in it."""
     from meetmem.edge.outbox import Outbox
 
-    from ..harness.measure import db_bytes
+    from ..harness import db_bytes
 
     path = folder / "empty-outbox.db"
     Outbox(path).close()

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..harness.measure import db_bytes, patched, proc_status
+from ..harness import db_bytes, patched, proc_status
 from .serve_process import ServeBenchError, Server, machine_cpu_ticks
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..harness.measure import Clock, Stopwatch, patched, preemptions
+from ..harness import Clock, Stopwatch, patched, preemptions
 from .store_corpus import Fact
 
 K = 10
@@ -90,12 +90,12 @@ def search_components(search: Any, meeting_id: str, tenant: str, questions: Sequ
 
     The query vectors are the ones timed as `query_embedding` (the default model's).
     """
-    import inspect
+    from meetmem.store.index.fusion import fuse
 
     names = ("catch_up_meeting_index", "mask", "query_tokenize", "bm25_top", "dense_top", "fuse", "fetch_hit_rows")
     clocks = {name: Clock() for name in names}
     pool = max(search.options.pool, K)
-    fuse_takes_rankings = "dense_rankings" in inspect.signature(search._fuse).parameters
+    opts = search.options
     postings: list[int] = []
     for qi, f in enumerate(questions):
         with clocks["catch_up_meeting_index"]():
@@ -115,10 +115,9 @@ def search_components(search: Any, meeting_id: str, tenant: str, questions: Sequ
         with clocks["fuse"]():
             if not rankings:
                 fused = [(d, s, r, None) for r, (d, s) in enumerate(bm[:K], 1)]
-            elif fuse_takes_rankings:
-                fused = search._fuse(bm, rankings)[:K]
             else:
-                fused = search._fuse(bm, rankings[0])[:K]
+                fused = fuse(bm, rankings, (opts.bm25_weight, opts.dense_weight), convex=opts.fusion == "convex",
+                             rrf_k=opts.rrf_k)[:K]
         with clocks["fetch_hit_rows"]():
             search.log.get(index.segment_ids[d] for d, *_ in fused)
     out: dict[str, Any] = {name: c.stats() for name, c in clocks.items() if c.wall}

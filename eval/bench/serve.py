@@ -36,8 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..harness.measure import db_bytes, latency, rate
-from ..harness.run_info import checkout, machine_info
+from ..harness import checkout, db_bytes, latency, machine_info, rate
 from .serve_load import LiveMeeting, LoadPlan, Question, Tally, live_speakers, run_load
 from .serve_process import ServeBenchError, Server, free_port, machine_cpu_ticks
 from .store import ingest

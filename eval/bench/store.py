@@ -35,8 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..harness.measure import SharedVectorEmbedder, db_bytes, proc_status, rate, reset_peak_rss
-from ..harness.run_info import checkout, machine_info
+from ..harness import SharedVectorEmbedder, checkout, db_bytes, machine_info, proc_status, rate, reset_peak_rss
 from .search_timing import K, measure_search, timed_build
 from .store_corpus import Corpus, generate_corpus, pick_questions
 
@@ -187,7 +186,7 @@ def run_size(ctx: Any, args: argparse.Namespace, size: int, embedder: Any, workd
                 "vector_cache_write_s": round(build["vectors_s"] - shared.model_seconds, 3),
                 "db_bytes_after_vectors": db_bytes(path),
             }
-            shared._cache.clear()
+            shared.forget()
             _note(ctx, f"[{size}] embedded {shared.texts_embedded} texts in {shared.model_seconds:.1f}s; "
                   "fresh index build ...")
 

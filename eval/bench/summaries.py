@@ -41,8 +41,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..harness.measure import SharedVectorEmbedder, latency
-from ..harness.run_info import checkout, machine_info
+from ..harness import SharedVectorEmbedder, checkout, hours_arg, latency, machine_info, progress_note
 from .ask_under_load import ASK_QUESTIONS, LIVE_BATCH, ask_latency, ask_questions
 from .planted_meeting import DEVICE, PlantedFact, PlantedMeeting, append_range, generate_meeting
 from .search_timing import timed_build
@@ -54,13 +53,6 @@ ROLLING_LINES = 8
 ASK_ROUNDS = 2
 #: Ledger kinds that can hold a planted fact (a glossary entry names a person or term, not a fact).
 FACT_KINDS = ("todo", "fact", "decision", "open_question")
-
-
-def _note(ctx: Any, message: str) -> None:
-    if not ctx.quiet:
-        from meetmem.cli.progress import note
-
-        note(message)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -258,7 +250,8 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, *, bat
         for lo in range(0, len(meeting), 50):
             append_range(log, closed_id, tenant, meeting, lo, min(lo + 50, len(meeting)))
         log.close_meeting(closed_id, tenant=tenant)
-        _note(ctx, f"{label} {len(meeting)} segments, {len(meeting.facts)} planted facts; embedding and indexing ...")
+        progress_note(ctx, f"{label} {len(meeting)} segments, {len(meeting.facts)} planted facts; "
+                           "embedding and indexing ...")
         search = TranscriptSearch(log, routes)
         if embedder is not None:
             embedder.reuse = False
@@ -272,7 +265,7 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, *, bat
                 "model": embedder.name, "texts_embedded": embedder.texts_embedded - texts0,
                 "model_s": round(embedder.model_seconds - model_s0, 3)},
         }
-        _note(ctx, f"{label} digesting the closed meeting ...")
+        progress_note(ctx, f"{label} digesting the closed meeting ...")
         digester = MeetingDigester(log, search, ExtractiveSummarizer())
         t0 = time.perf_counter()
         digest = digester.update(closed_id, tenant=tenant)
@@ -289,7 +282,7 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, *, bat
         result["traceability"] = traceability(digest, stored)
         result["drift"] = drift(digest, meeting, fact_ids, segments)
 
-        _note(ctx, f"{label} live meeting: update after every {batch} segments ...")
+        progress_note(ctx, f"{label} live meeting: update after every {batch} segments ...")
         if embedder is not None:
             embedder.reuse = True
         cost["live"], live_final = live_run(log, search, digester, meeting, live_id, tenant, batch)
@@ -298,7 +291,7 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, *, bat
             cost["live"]["vectors"] = "reused from the closed copy (same texts): catch-up is indexing only"
         result["cost"] = cost
 
-        _note(ctx, f"{label} ask latency, idle and during digest rebuilds ...")
+        progress_note(ctx, f"{label} ask latency, idle and during digest rebuilds ...")
         questions = ask_questions(meeting.facts, ASK_QUESTIONS)
         result["ask"] = ask_latency(log, search, digester, closed_id, tenant, questions, rounds, meeting)
     result["wall_s"] = round(time.perf_counter() - started, 1)
@@ -308,16 +301,6 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, *, bat
 # ------------------------------------------------------------------------------------------------------
 # The command.
 # ------------------------------------------------------------------------------------------------------
-
-
-def _hours(value: str) -> list[float]:
-    try:
-        hours = [float(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--hours takes comma-separated numbers, not {value!r}") from None
-    if not hours or any(h <= 0 or h > 24 for h in hours):
-        raise argparse.ArgumentTypeError("--hours needs lengths above 0 and at most 24")
-    return hours
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
@@ -331,7 +314,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads)
     if routes is not None:
         routes = EmbedderRoutes(SharedVectorEmbedder(routes.default, reuse=False), routes.by_lang)
-        _note(ctx, f"loading the {s.embedder} embedding model ...")
+        progress_note(ctx, f"loading the {s.embedder} embedding model ...")
         t0 = time.perf_counter()
         routes.default.encode_query("warm up")
         info["embedder_load_s"] = round(time.perf_counter() - t0, 2)
@@ -340,7 +323,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         for hours in args.hours:
             results.append(run_hours(ctx, hours, args.seed, routes, Path(tmp) / f"summaries-{hours:g}h.db",
                                      batch=args.batch, rounds=args.rounds))
-            _note(ctx, f"[{hours:g} h] done in {results[-1]['wall_s']:.1f}s")
+            progress_note(ctx, f"[{hours:g} h] done in {results[-1]['wall_s']:.1f}s")
     report = {
         "benchmark": "summaries",
         "machine": info,
@@ -368,7 +351,7 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                     "digesting slow questions down. One JSON object on stdout; progress on stderr. Uses a "
                     "temporary database.",
     )
-    p.add_argument("--hours", type=_hours, default=list(DEFAULT_HOURS), metavar="H[,H...]",
+    p.add_argument("--hours", type=hours_arg, default=list(DEFAULT_HOURS), metavar="H[,H...]",
                    help="meeting lengths in hours (default: 1,4)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the meetings (default: {DEFAULT_SEED})")
     p.add_argument("--batch", type=int, default=LIVE_BATCH,

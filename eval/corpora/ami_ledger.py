@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..harness.runs import BenchDataError, _guarded
+from ..harness import BenchDataError, guarded
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
@@ -410,4 +410,4 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     m.add_argument("--n-ctx", type=int, default=4096, help="the local model's context window (default 4096)")
     m.add_argument("--max-tokens", type=int, default=768, help="cap on each reply's tokens (default 768)")
     m.add_argument("--llm-timeout", type=float, default=900.0, help="seconds per model call (default 900)")
-    p.set_defaults(func=_guarded(run_command))
+    p.set_defaults(func=guarded(run_command))

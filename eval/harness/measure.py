@@ -53,6 +53,10 @@ class SharedVectorEmbedder:
     def encode_query(self, text: str) -> Any:
         return self.inner.encode_query(text)
 
+    def forget(self) -> None:
+        """Drop the remembered vectors: the next pass embeds every text again."""
+        self._cache.clear()
+
 
 class Stopwatch:
     """Accumulates the wall time of the calls it wraps."""

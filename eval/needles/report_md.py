@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..harness.md_table import num, table
+from ..harness import num, table
 from .scoring import LAYER_ANSWERS, LAYERS
 
 #: What the issue asks of the harness's own figures: (what, meetings it applies to, floor).

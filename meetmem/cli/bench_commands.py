@@ -21,12 +21,12 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     from meetmem.eval.bench import serve as bench_serve
     from meetmem.eval.bench import store as bench_store
     from meetmem.eval.bench import summaries as bench_summaries
-    from meetmem.eval.corpora import ami_ledger, ami_questions, locomo
-    from meetmem.eval.harness import runs as retrieval
+    from meetmem.eval.corpora import ami_ledger, ami_questions, locomo, qmsum, zh
 
     bench_store.add_parser(bench_sub, common)
     bench_serve.add_parser(bench_sub, common)
-    retrieval.add_parser(bench_sub, common)
+    qmsum.add_parser(bench_sub, common)
+    zh.add_parser(bench_sub, common)
     bench_edge.add_parser(bench_sub, common)
     ami_ledger.add_parser(bench_sub, common)
     ami_questions.add_parser(bench_sub, common)

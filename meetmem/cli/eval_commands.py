@@ -83,7 +83,7 @@ def _noise_rate(value: str) -> float:
 
 
 def report(args: argparse.Namespace, ctx: Any) -> int:
-    from meetmem.eval.harness.run_info import checkout, machine_info
+    from meetmem.eval.harness import checkout, machine_info
     from meetmem.eval.needles.report import evaluate_grid, grid, write_report
 
     from .progress import ProgressBar
@@ -138,7 +138,7 @@ def report(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from meetmem.eval.harness.run_info import checkout, machine_info
+    from meetmem.eval.harness import checkout, machine_info
     from meetmem.eval.needles.evaluation import evaluate, table
     from meetmem.eval.needles.records import NeedleMeeting
     folder = Path(args.meeting)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from meetmem.eval.harness.asr_scoring import (
+from meetmem.eval.harness import (
     edit_distance,
     error_rate,
     meeting_glossary,

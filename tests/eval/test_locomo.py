@@ -16,7 +16,7 @@ from meetmem.eval.corpora.locomo import (
     load_locomo,
     parse_date_time,
 )
-from meetmem.eval.harness.runs import BenchDataError
+from meetmem.eval.harness import BenchDataError
 from meetmem.store.interchange import MAX_TIMESTAMP_S
 
 Turns = tuple[list[tuple[str, str]], list[tuple[str, str]]]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from meetmem.eval.corpora.qmsum import evaluate_qmsum, load_qmsum, qmsum_segments
-from meetmem.eval.harness.runs import BenchDataError
+from meetmem.eval.harness import BenchDataError
 
 #: The keys of `bench qmsum`'s JSON, in order (the CLI's output must not change).
 BENCH_KEYS = ["benchmark", "split", "part", "k", "meetings", "queries", "queries_by_domain", "turns", "segments_stored",
@@ -64,7 +64,7 @@ def test_bench_qmsum_keeps_its_json(qmsum_folder: Path, run_cli: Any) -> None:
 
 
 def test_the_dev_halves_are_fixed_and_cover_everything() -> None:
-    from meetmem.eval.harness.runs import BenchDataError, dev_part, in_part
+    from meetmem.eval.harness import BenchDataError, dev_part, in_part
 
     keys = [f"meeting-{i}" for i in range(200)]
     parts = [dev_part(k) for k in keys]
