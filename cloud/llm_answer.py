@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from meetmem.store.log import DEFAULT_TENANT
 from meetmem.store.records import Segment
-from meetmem.summarizers.chat import ChatModel, ChatReply, PromptTooLong
 from meetmem.summarizers.errors import ChatError, SummarizerError
+from meetmem.summarizers.llm.chat import ChatModel, ChatReply, PromptTooLong
 
 from .answer import MAX_CITATIONS, Answer, Answerer, Citation, ManifestBlock, format_time, question_kind
 from .compiler import CompiledPrompt, CompilerOptions, Evidence, Turn, shrink_options
@@ -442,17 +442,17 @@ def make_chat(settings: Settings) -> ChatModel:
     _check_model_settings(settings)
     assert settings.llm_model is not None
     if settings.llm_provider == "anthropic":
-        from meetmem.summarizers.anthropic_chat import ANTHROPIC_URL, AnthropicChat
+        from meetmem.summarizers.llm.anthropic_chat import ANTHROPIC_URL, AnthropicChat
 
         return AnthropicChat(settings.llm_url or ANTHROPIC_URL, settings.llm_model, settings.llm_api_key,
                              timeout=settings.llm_timeout)
     assert settings.llm_url is not None
     if settings.llm_tools:
-        from meetmem.summarizers.chat_tools import OpenAIToolChat
+        from meetmem.summarizers.llm.chat_tools import OpenAIToolChat
 
         return OpenAIToolChat(settings.llm_url, settings.llm_model, api_key=settings.llm_api_key,
                               timeout=settings.llm_timeout, max_tokens=512, system_role=settings.llm_system_role)
-    from meetmem.summarizers.chat import OpenAIChat
+    from meetmem.summarizers.llm.chat import OpenAIChat
 
     return OpenAIChat(settings.llm_url, settings.llm_model, api_key=settings.llm_api_key,
                       timeout=settings.llm_timeout, max_tokens=512, system_role=settings.llm_system_role)

@@ -9,8 +9,8 @@ from .base import Summarizer
 from .errors import SummarizerError
 
 if TYPE_CHECKING:
-    from .chat import OpenAIChat
     from .digest import LedgerExtractor
+    from .llm.chat import OpenAIChat
 
 BACKENDS = ("extractive", "llm")
 
@@ -42,7 +42,7 @@ def make_digest_parts(
     if backend != "llm":
         raise SummarizerError(f"unknown summarizer {backend!r}: choose one of {', '.join(BACKENDS)}")
     from .ledger_llm import LLMLedger
-    from .llm import LLMSummarizer
+    from .summary_llm import LLMSummarizer
 
     chat = _chat(llm_url, llm_model, llm_api_key, llm_timeout, llm_system_role)
     return LLMSummarizer(chat, extractive), LLMLedger(chat)
@@ -53,6 +53,6 @@ def _chat(llm_url: str | None, llm_model: str | None, llm_api_key: str | None, l
     if not llm_url or not llm_model:
         raise SummarizerError("the llm summarizer needs MEETMEM_LLM_URL (an OpenAI-compatible base URL such as "
                               "http://127.0.0.1:8080/v1) and MEETMEM_LLM_MODEL")
-    from .chat import OpenAIChat
+    from .llm.chat import OpenAIChat
 
     return OpenAIChat(llm_url, llm_model, api_key=llm_api_key, timeout=llm_timeout, system_role=system_role)

@@ -28,11 +28,11 @@ from typing import Any
 
 from meetmem.store.records import LedgerItem, Segment, Source
 
-from .chat import ChatModel, snippet
 from .dates import resolve_due
 from .errors import SummarizerError
 from .ledger import IncrementalLedger, item_id
-from .llm import FENCE_RE, numbered_segments, prompt_clock
+from .llm.chat import ChatModel, snippet
+from .summary_llm import FENCE_RE, numbered_segments, prompt_clock
 from .validation import check_line
 
 logger = logging.getLogger(__name__)

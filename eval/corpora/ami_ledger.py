@@ -324,8 +324,8 @@ def _run_model_command(args: argparse.Namespace) -> dict[str, Any]:
     """Start the local model's server (or use the given endpoint) and run `run_model_pass`."""
     from contextlib import ExitStack
 
-    from meetmem.summarizers.chat import OpenAIChat
     from meetmem.summarizers.errors import ChatError
+    from meetmem.summarizers.llm.chat import OpenAIChat
 
     meetings = ([m.strip() for m in args.meetings.split(",") if m.strip()] if args.meetings
                 else list(MODEL_SUBSET))
@@ -339,8 +339,8 @@ def _run_model_command(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack:
         try:
             if args.model:
-                from meetmem.summarizers.llama_server import LlamaServer
-                from meetmem.summarizers.local_model import LOCAL_MODELS, local_model_path
+                from meetmem.summarizers.llm.llama_server import LlamaServer
+                from meetmem.summarizers.llm.local_model import LOCAL_MODELS, local_model_path
 
                 if args.model not in LOCAL_MODELS:
                     raise BenchDataError(f"unknown local model {args.model!r}: choose {', '.join(LOCAL_MODELS)}")

@@ -150,7 +150,7 @@ def test_an_open_stream_ends_when_its_meeting_is_deleted(serve_factory: Any, tok
 
 
 def test_a_language_models_cached_context_and_sessions_go_too(make_api: Any) -> None:
-    from meetmem.summarizers.fake_chat import ScriptedChatServer
+    from fakes.chat_server import ScriptedChatServer
 
     with ScriptedChatServer(lambda request: "Nothing to cite.") as server:
         api = make_api(embedders=None, answerer="llm", llm_url=server.url, llm_model="scripted")

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.chat_server import ScriptedChatServer
 
 from meetmem.cloud.app import create_app
 from meetmem.settings import Settings
 from meetmem.store.records import SegmentInput
 from meetmem.summarizers.errors import SummarizerError
-from meetmem.summarizers.fake_chat import ScriptedChatServer
 
 Api = Any  # tests/cloud/conftest.py
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.anthropic_server import ScriptedAnthropicServer
+from fakes.chat_server import ErrorReply, RawReply, ScriptedChatServer
 
 from meetmem.cloud.answer import Answerer
 from meetmem.cloud.compiler import CompilerOptions, prefix_reuse
@@ -28,13 +30,11 @@ from meetmem.cloud.prompting import PromptSources
 from meetmem.store.index.search import TranscriptSearch
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
-from meetmem.summarizers.anthropic_chat import AnthropicChat
-from meetmem.summarizers.chat import OpenAIChat
-from meetmem.summarizers.chat_tools import OpenAIToolChat
 from meetmem.summarizers.digest import MeetingDigester
 from meetmem.summarizers.extractive import ExtractiveSummarizer
-from meetmem.summarizers.fake_anthropic import ScriptedAnthropicServer
-from meetmem.summarizers.fake_chat import ErrorReply, RawReply, ScriptedChatServer
+from meetmem.summarizers.llm.anthropic_chat import AnthropicChat
+from meetmem.summarizers.llm.chat import OpenAIChat
+from meetmem.summarizers.llm.chat_tools import OpenAIToolChat
 
 MEETING = "launch"
 QUOTE_DUE = "By when does Bob owe the supplier the revised quote?"

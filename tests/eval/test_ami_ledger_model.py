@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fakes.chat_server import ErrorReply, ScriptedChatServer
+
 from meetmem.eval.corpora.ami_ledger import _gold, ami_segments, model_window
-from meetmem.summarizers.fake_chat import ErrorReply, ScriptedChatServer
 
 CHATTER = ["okay so um", "right", "yeah", "mm-hmm", "so the buttons", "hmm"]
 

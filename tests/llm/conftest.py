@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from meetmem.summarizers.llama_server import LLAMA_SERVER_INSTALL_HINT, LlamaServer
+from meetmem.summarizers.llm.llama_server import LLAMA_SERVER_INSTALL_HINT, LlamaServer
 
 #: Set to 1 to skip the real-model tests.
 SKIP_ENV = "MEETMEM_SKIP_LLM"

@@ -13,10 +13,10 @@ import datetime as dt
 import pytest
 
 from meetmem.store.records import Segment
-from meetmem.summarizers.chat import OpenAIChat
 from meetmem.summarizers.ledger import extract_ledger
 from meetmem.summarizers.ledger_llm import LLMLedger
-from meetmem.summarizers.llama_server import LlamaServer
+from meetmem.summarizers.llm.chat import OpenAIChat
+from meetmem.summarizers.llm.llama_server import LlamaServer
 
 pytestmark = pytest.mark.llm
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from meetmem.cloud.tokens import count_tokens
-from meetmem.summarizers.chat import OpenAIChat, PromptTooLong
 from meetmem.summarizers.errors import ChatError
-from meetmem.summarizers.llama_server import LlamaServer
+from meetmem.summarizers.llm.chat import OpenAIChat, PromptTooLong
+from meetmem.summarizers.llm.llama_server import LlamaServer
 
 pytestmark = pytest.mark.llm
 

@@ -18,11 +18,11 @@ from meetmem.cloud.tokens import count_tokens
 from meetmem.store.index.search import TranscriptSearch
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
-from meetmem.summarizers.chat import ChatReply, OpenAIChat
 from meetmem.summarizers.digest import MeetingDigester
 from meetmem.summarizers.errors import ChatError
 from meetmem.summarizers.extractive import ExtractiveSummarizer
-from meetmem.summarizers.llama_server import LlamaServer
+from meetmem.summarizers.llm.chat import ChatReply, OpenAIChat
+from meetmem.summarizers.llm.llama_server import LlamaServer
 
 pytestmark = pytest.mark.llm
 

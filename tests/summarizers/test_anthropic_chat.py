@@ -6,11 +6,11 @@ from __future__ import annotations
 import socket
 
 import pytest
+from fakes.anthropic_server import ErrorReply, RawReply, ScriptedAnthropicServer, SlowReply
 
-from meetmem.summarizers.anthropic_chat import AnthropicChat, AnthropicReply, conversation, system_blocks
-from meetmem.summarizers.chat import PromptTooLong
 from meetmem.summarizers.errors import ChatError
-from meetmem.summarizers.fake_anthropic import ErrorReply, RawReply, ScriptedAnthropicServer, SlowReply
+from meetmem.summarizers.llm.anthropic_chat import AnthropicChat, AnthropicReply, conversation, system_blocks
+from meetmem.summarizers.llm.chat import PromptTooLong
 
 PARTS = [(1, "Instructions."), (1, "Meeting: m"), (2, "Ledger:\n- decision"), (3, "Summary.")]
 SYSTEM = "\n\n".join(text for _, text in PARTS)

@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.chat_server import ErrorReply, ScriptedChatServer
 
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import LedgerItem, Segment, SegmentInput, Source
 from meetmem.summarizers.backends import make_digest_parts
-from meetmem.summarizers.chat import OpenAIChat
 from meetmem.summarizers.digest import MeetingDigester
 from meetmem.summarizers.extractive import ExtractiveSummarizer
-from meetmem.summarizers.fake_chat import ErrorReply, ScriptedChatServer
 from meetmem.summarizers.ledger import IncrementalLedger, extract_ledger, item_id
 from meetmem.summarizers.ledger_llm import LEDGER_INSTRUCTIONS, LLMLedger
-from meetmem.summarizers.llm import LLMSummarizer
+from meetmem.summarizers.llm.chat import OpenAIChat
+from meetmem.summarizers.summary_llm import LLMSummarizer
 
 MEETING_DATE = dt.date(2025, 3, 3)  # a Monday
 

@@ -9,13 +9,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from fakes.chat_server import ErrorReply, RawReply, ScriptedChatServer, SlowReply
 
 from meetmem.store.records import Section, SectionSummary, Segment, Source, SummaryLine
-from meetmem.summarizers.chat import ChatReply, OpenAIChat
 from meetmem.summarizers.errors import ChatError
 from meetmem.summarizers.extractive import ExtractiveSummarizer
-from meetmem.summarizers.fake_chat import ErrorReply, RawReply, ScriptedChatServer, SlowReply
-from meetmem.summarizers.llm import LLMSummarizer
+from meetmem.summarizers.llm.chat import ChatReply, OpenAIChat
+from meetmem.summarizers.summary_llm import LLMSummarizer
 
 EN_TEXTS = [
     "Okay so the vendor quote came in at forty thousand dollars for the whole year.",
@@ -129,7 +129,7 @@ def assert_fallback(
 def test_number_not_in_cited_segments_is_rejected(summarize: Any, fallback: Any,
                                                   caplog: pytest.LogCaptureFixture) -> None:
     script = [reply(("Zhang San owns the contract.", [2]), ("The vendor quote is $45,000 a year.", [1]))]
-    with caplog.at_level(logging.WARNING, logger="meetmem.summarizers.llm"):
+    with caplog.at_level(logging.WARNING, logger="meetmem.summarizers.summary_llm"):
         summary, _, segments = summarize(script)
     assert_fallback(summary, fallback, segments, "llm summary rejected: line 2 states '45,000'",
                     "which its cited segments do not hold")

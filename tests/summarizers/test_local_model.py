@@ -12,7 +12,7 @@ import os
 import pytest
 
 from meetmem.summarizers.errors import ChatError
-from meetmem.summarizers.local_model import (
+from meetmem.summarizers.llm.local_model import (
     LOCAL_MODEL_INSTALL_HINT,
     ChunkedModel,
     join_parts,

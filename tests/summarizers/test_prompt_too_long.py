@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fakes.chat_server import RawReply, ScriptedChatServer
 
-from meetmem.summarizers.chat import OpenAIChat, PromptTooLong, fold_system
 from meetmem.summarizers.errors import ChatError
-from meetmem.summarizers.fake_chat import RawReply, ScriptedChatServer
+from meetmem.summarizers.llm.chat import OpenAIChat, PromptTooLong, fold_system
 
 # (who says it, status, body, the limit it states, the prompt tokens it states)
 OVERFLOWS: list[tuple[str, int, Any, int | None, int | None]] = [

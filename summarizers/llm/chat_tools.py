@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ChatError
 from .chat import ChatReply, OpenAIChat, snippet
-from .errors import ChatError
 
 if TYPE_CHECKING:
     import httpx

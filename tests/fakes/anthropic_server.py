@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fake_chat import ErrorReply, RawReply, Reply, ScriptedChatServer, SlowReply
+from .chat_server import ErrorReply, RawReply, Reply, ScriptedChatServer, SlowReply
 
 __all__ = ["ErrorReply", "RawReply", "Reply", "ScriptedAnthropicServer", "SlowReply"]
 

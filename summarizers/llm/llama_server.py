@@ -1,8 +1,8 @@
 """Run llama-cpp-python's OpenAI-compatible server on a GGUF file, on a loopback port, for as long as needed.
 
-The real counterpart of `fake_chat.ScriptedChatServer`: the same `url` to hand to `OpenAIChat`, but a
-real model answers, counts real tokens and refuses a prompt longer than its context window the way a
-deployed llama.cpp server does. The server runs in its own process (`python -m llama_cpp.server`), so a
+The real counterpart of the tests' `ScriptedChatServer` (tests/fakes/chat_server.py): the same `url` to hand
+to `OpenAIChat`, but a real model answers, counts real tokens and refuses a prompt longer than its context
+window the way a deployed llama.cpp server does. The server runs in its own process (`python -m llama_cpp.server`), so a
 crash in the native library cannot take the caller down, and `stop()` ends it.
 
     with LlamaServer(path_to_gguf, n_ctx=1024) as server:
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from .errors import ChatError
+from ..errors import ChatError
 
 logger = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """A scripted stand-in for a hosted chat model: a real HTTP server speaking the chat-completions shape.
 
 Tests run the real client (`OpenAIChat`) over loopback HTTP against it, so the request encoding, the
-headers and the error handling are what production runs; only the model's answers are scripted. Like
-httpx's `MockTransport` it ships in the package, beside the protocol it stands in for.
+headers and the error handling are what production runs; only the model's answers are scripted. A testing
+aid: it lives with the tests (`tests/fakes/`), not in the package, since only the tests use it.
 
     with ScriptedChatServer(['{"lines": []}', ErrorReply(500, "overloaded")]) as server:
         chat = OpenAIChat(server.url, "any-model")

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import LLM_INSTALL_HINT, ChatError
 from .chat import ChatReply, PromptTooLong, error_text, prompt_too_long, reported_count, snippet
-from .errors import LLM_INSTALL_HINT, ChatError
 
 if TYPE_CHECKING:
     import httpx

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import LLM_INSTALL_HINT, ChatError
+from ..errors import LLM_INSTALL_HINT, ChatError
 
 if TYPE_CHECKING:
     import httpx
