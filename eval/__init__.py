@@ -1,1 +1,2 @@
-"""Benchmarks and evaluation: store speed, retrieval quality on real and project-written meetings."""
+"""Benchmarks and evaluation: the needle-recall harness (`needles`), quality on real corpora (`corpora`), the
+benchmarks of the product's own paths (`bench`) and what they all share (`harness`)."""
