@@ -162,6 +162,8 @@ STATEMENTS = [
     f"integer) TO {APP_ROLE}",
     # -- grants: what the service's role may do -----------------------------------------------------------
     f"GRANT USAGE ON SCHEMA public TO {APP_ROLE}",
+    # The service checks the schema's revision before it serves (Alembic made this table before 0001 ran).
+    f"GRANT SELECT ON alembic_version TO {APP_ROLE}",
     f"GRANT SELECT, INSERT ON meetings, segments, meeting_closures, meeting_heads TO {APP_ROLE}",
     f"GRANT UPDATE (title, started_at, participants) ON meetings TO {APP_ROLE}",
     f"GRANT UPDATE (head_pos, head_hash) ON meeting_heads TO {APP_ROLE}",
