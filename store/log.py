@@ -30,6 +30,7 @@ from .records import (
     AppendResult,
     ChainReport,
     Closure,
+    MeetingDump,
     Segment,
     SegmentInput,
     segment_id_for,
@@ -557,6 +558,82 @@ class TranscriptLog:
             + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
             (tenant,) if tenant is not None else (),
         )]
+
+    # -- moving a meeting between databases (`meetmem migrate`) ------------------------------------------
+    def dump_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingDump:
+        """The meeting's rows exactly as stored, read in one transaction (a consistent snapshot)."""
+        with self.transaction():
+            conn = self._conn
+            row = conn.execute("SELECT created_at, title, started_at, participants FROM meetings WHERE tenant = ? "
+                               "AND meeting_id = ?", (tenant, meeting_id)).fetchone()
+            if row is None:
+                raise MeetingNotFound(tenant, meeting_id)
+            segments = tuple(_row_to_segment(r) for r in conn.execute(
+                f"SELECT {_SELECT} FROM segments WHERE tenant = ? AND meeting_id = ? ORDER BY chain_pos",
+                (tenant, meeting_id)))
+            closures = tuple((str(c[0]), str(c[1]), int(c[2])) for c in conn.execute(
+                "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = ? AND meeting_id = ? "
+                "ORDER BY rowid", (tenant, meeting_id)))
+            head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND meeting_id = ?",
+                                (tenant, meeting_id)).fetchone()
+        return MeetingDump(tenant, meeting_id, row[0], row[1], row[2], row[3], segments, closures,
+                           (int(head[0]), str(head[1])) if head else None)
+
+    def load_meeting(self, dump: MeetingDump) -> bool:
+        """Store a dumped meeting with its rows, links and head as they were; all or nothing.
+
+        Returns:
+            False when this database holds the meeting already with the same head (a migration run again).
+
+        Raises:
+            StoreError: the meeting is here with other rows, or was deleted here.
+        """
+        d = dump
+        with self.transaction():
+            conn = self._conn
+            gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+                                (d.tenant, d.meeting_id)).fetchone()
+            if gone is not None:
+                raise MeetingDeleted(d.tenant, d.meeting_id, gone[0])
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?",
+                            (d.tenant, d.meeting_id)).fetchone() is not None:
+                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND "
+                                    "meeting_id = ?", (d.tenant, d.meeting_id)).fetchone()
+                if (tuple(head) if head else None) == d.head:
+                    return False
+                raise StoreError(f"the target already holds meeting {d.meeting_id!r} of tenant {d.tenant!r} with "
+                                 "other rows; nothing of it was copied")
+            conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at, title, started_at, participants) "
+                         "VALUES (?, ?, ?, ?, ?, ?)",
+                         (d.tenant, d.meeting_id, d.created_at, d.title, d.started_at, d.participants))
+            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+            conn.executemany(f"INSERT INTO segments ({columns}) VALUES ({', '.join('?' * len(_SEGMENT_COLUMNS))})",
+                             [tuple(getattr(seg, c) for c in _SEGMENT_COLUMNS) for seg in d.segments])
+            conn.executemany("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
+                             "VALUES (?, ?, ?, ?, ?)", [(d.tenant, d.meeting_id, *c) for c in d.closures])
+            if d.head is not None:
+                conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) VALUES (?, ?, ?, ?)",
+                             (d.tenant, d.meeting_id, *d.head))
+        return True
+
+    def load_tombstone(self, tombstone: Tombstone) -> bool:
+        """Keep another database's tombstone as signed (False: it is here already)."""
+        t = tombstone
+        with self.transaction():
+            conn = self._conn
+            held = conn.execute(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND "
+                                "meeting_id = ?", (t.tenant, t.meeting_id)).fetchone()
+            if held is not None:
+                if Tombstone(*held) == t:
+                    return False
+                raise StoreError(f"the target holds another tombstone for meeting {t.meeting_id!r}")
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?",
+                            (t.tenant, t.meeting_id)).fetchone() is not None:
+                raise StoreError(f"the target holds meeting {t.meeting_id!r}, which the source deleted")
+            conn.execute(f"INSERT INTO meeting_deletions ({_TOMBSTONE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
+                          t.key_id, t.sig, t.version))
+        return True
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:

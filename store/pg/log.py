@@ -28,7 +28,16 @@ from ..errors import ImmutableLog, InvalidSegment, MeetingDeleted, MeetingNotFou
 from ..interchange import check_id, check_segment_input
 from ..meeting_meta import MeetingMeta, meta_from_row
 from ..receipts import Receipt, ReceiptKey
-from ..records import GENESIS_HASH, AppendResult, ChainReport, Closure, Segment, SegmentInput, segment_id_for
+from ..records import (
+    GENESIS_HASH,
+    AppendResult,
+    ChainReport,
+    Closure,
+    MeetingDump,
+    Segment,
+    SegmentInput,
+    segment_id_for,
+)
 from ..tombstones import Tombstone, check_tombstone, sign_tombstone
 from ..verify import check_chain
 from . import migrate, require_psycopg
@@ -96,6 +105,15 @@ class PgTranscriptLog:
         if current != head:
             raise StoreError(f"the database {self.path} is at schema revision {current or 'none'}, this meetmem "
                              f"needs {head}: run `meetmem db upgrade --database URL` as the database owner")
+
+    #: The SQLite log's raw handles, which the derived stores (search index, summaries, ledger, audio) use.
+    _SQLITE_ONLY = frozenset({"db", "read", "transaction", "_conn", "_reading"})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in PgTranscriptLog._SQLITE_ONLY:
+            raise StoreError(f"this needs the SQLite store: search indexes, summaries, the ledger and audio do not run "
+                             f"on PostgreSQL here yet (asked for {name!r}); use the SQLite file (--db) for them")
+        raise AttributeError(name)
 
     # -- connections ------------------------------------------------------------------------------------
     def _connect(self) -> Any:
@@ -444,6 +462,74 @@ class PgTranscriptLog:
                + ("WHERE m.tenant = %s " if tenant is not None else "") + "ORDER BY m.created_at, m.ord")
         return [tuple(r) for r in self._rows(sql, (tenant,) if tenant is not None else (),  # type: ignore[misc]
                                              tenant=tenant if tenant is not None else ALL_TENANTS)]
+
+    # -- moving a meeting between databases (`meetmem migrate`) ------------------------------------------
+    def dump_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingDump:
+        """The meeting's rows exactly as stored, read on one snapshot."""
+        args = (tenant, meeting_id)
+        with self._session(tenant, isolation="REPEATABLE READ") as conn:
+            row = conn.execute("SELECT created_at, title, started_at, participants FROM meetings WHERE tenant = %s "
+                               "AND meeting_id = %s", args).fetchone()
+            if row is None:
+                raise MeetingNotFound(tenant, meeting_id)
+            segments = tuple(map(_row_to_segment, conn.execute(
+                f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s ORDER BY chain_pos", args)))
+            closures = tuple((str(c[0]), str(c[1]), int(c[2])) for c in conn.execute(
+                "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = %s AND meeting_id = %s "
+                "ORDER BY ord", args))
+            head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
+                                "meeting_id = %s", args).fetchone()
+        return MeetingDump(tenant, meeting_id, row[0], row[1], row[2], row[3], segments, closures,
+                           (int(head[0]), str(head[1])) if head else None)
+
+    def load_meeting(self, dump: MeetingDump) -> bool:
+        """Store a dumped meeting with its rows, links and head as they were (as `TranscriptLog.load_meeting`)."""
+        d = dump
+        args = (d.tenant, d.meeting_id)
+        with self._session(d.tenant) as conn:
+            self._lock_meeting(conn, d.tenant, d.meeting_id)
+            gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
+                                args).fetchone()
+            if gone is not None:
+                raise MeetingDeleted(d.tenant, d.meeting_id, gone[0])
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", args).fetchone():
+                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
+                                    "meeting_id = %s", args).fetchone()
+                if (tuple(head) if head else None) == d.head:
+                    return False
+                raise StoreError(f"the target already holds meeting {d.meeting_id!r} of tenant {d.tenant!r} with "
+                                 "other rows; nothing of it was copied")
+            conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at, title, started_at, participants) "
+                         "VALUES (%s, %s, %s, %s, %s, %s)",
+                         (*args, d.created_at, d.title, d.started_at, d.participants))
+            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+            marks = ", ".join(["%s"] * len(_SEGMENT_COLUMNS))
+            # INSERT, not COPY: PostgreSQL refuses COPY FROM into a table under row-level security.
+            with conn.cursor() as cur:
+                cur.executemany(f"INSERT INTO segments ({columns}) VALUES ({marks})",
+                                [tuple(getattr(seg, c) for c in _SEGMENT_COLUMNS) for seg in d.segments])
+                cur.executemany("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
+                                "VALUES (%s, %s, %s, %s, %s)", [(*args, *c) for c in d.closures])
+            if d.head is not None:
+                conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) "
+                             "VALUES (%s, %s, %s, %s)", (*args, *d.head))
+        return True
+
+    def load_tombstone(self, tombstone: Tombstone) -> bool:
+        """Keep another database's tombstone as signed (False: it is here already); through the schema's
+        `meetmem_import_tombstone`, since the service's role cannot write tombstones itself."""
+        t = tombstone
+        with self._session(t.tenant) as conn:
+            held = conn.execute(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
+                                "meeting_id = %s", (t.tenant, t.meeting_id)).fetchone()
+            if held is not None:
+                if Tombstone(*held) == t:
+                    return False
+                raise StoreError(f"the target holds another tombstone for meeting {t.meeting_id!r}")
+            conn.execute("SELECT meetmem_import_tombstone(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                         (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
+                          t.key_id, t.sig, t.version))
+        return True
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:
