@@ -111,3 +111,15 @@ def test_the_everyday_commands_on_postgres(meetmem_cli, pg_url: str, tmp_path: P
     assert verified.returncode == 0 and verified.json()["deleted"]["segments"] == deleted.json()["segments"]
     gone = meetmem_cli("segments", "demo", *db_args, db=db)
     assert gone.returncode == 1 and "deleted at" in gone.stderr
+
+
+def test_migrate_back_from_postgres_to_a_sqlite_file(meetmem_cli, pg_url: str, tmp_path: Path,
+                                                     sample_meeting_path: Path) -> None:
+    db = tmp_path / "home.db"
+    assert meetmem_cli("ingest", "m", str(sample_meeting_path), "--database", pg_url, db=db).returncode == 0
+    back = tmp_path / "back.db"
+    moved = meetmem_cli("migrate", "--from", pg_url, "--to", f"sqlite:///{back}", "--json", db=None)
+    assert moved.returncode == 0, moved.stderr
+    assert (moved.json()["copied"], moved.json()["segments"]) == (1, len(sample_meeting_path.read_text().splitlines()))
+    assert meetmem_cli("verify", "m", "--json", db=back).json() == \
+        meetmem_cli("verify", "m", "--json", "--database", pg_url, db=db).json()
