@@ -15,6 +15,6 @@ if ! command -v espeak-ng >/dev/null 2>&1 || ! command -v sox >/dev/null 2>&1 ||
 fi
 # A portable llama.cpp build: the default native one crashes on x86 machines with AVX-512.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF}"
-source "$(dirname "$0")/venv.sh" cloud,edge,frame,dev,llm-server
+source "$(dirname "$0")/venv.sh" cloud,edge,frame,dev,llm-server,postgres
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest -q "$@"

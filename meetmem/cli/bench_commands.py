@@ -21,6 +21,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         bench_delete,
         bench_edge,
         bench_faults,
+        bench_pgsearch,
         bench_serve,
         bench_store,
         bench_summaries,
@@ -40,3 +41,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_audio.add_parser(bench_sub, common)
     bench_faults.add_parser(bench_sub, common)
     bench_delete.add_parser(bench_sub, common)
+    bench_pgsearch.add_parser(bench_sub, common)

@@ -1,0 +1,1 @@
+"""The PostgreSQL backend: search, jobs and live events on a server many processes share."""
