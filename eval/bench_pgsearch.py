@@ -126,7 +126,7 @@ def _quality(url: str, data: Path, embedder: Embedder, *, limit: int | None, say
     qm_scores = {m: MethodScores() for m in methods}
     lc_recall: dict[str, list[float]] = {m: [] for m in methods}
     lc_seconds: dict[str, float] = dict.fromkeys(methods, 0.0)
-    pg = connect_pool(url)
+    pg = connect_pool(url, role=None)
     searches = {kw: PgSearch(pg, embedder, options=PgSearchOptions(keyword=kw)) for kw in KEYWORDS}
     clock = RunClock()
 
@@ -380,7 +380,7 @@ def _measure(url: str, embedder: Embedder, questions: Sequence[str], meetings: i
              ef_values: Sequence[int], pg_search: tuple[Any, Any, Any]) -> dict[str, Any]:
     PgSearch, PgSearchOptions, connect_pool = pg_search  # noqa: N806 (classes passed in)
     rng = random.Random(5)
-    pool = connect_pool(url, max_size=2)
+    pool = connect_pool(url, max_size=2, role=None)
     result: dict[str, Any] = {}
     key = "minilm+speaker"
 

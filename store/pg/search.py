@@ -450,10 +450,12 @@ def _stub(speaker: str | None, text: str) -> Segment:
     return Segment("", "", "", "", 0, 0.0, 0.0, text, speaker, None, None, None, None, "", 0, "", "")
 
 
-def connect_pool(conninfo: str, *, min_size: int = 1, max_size: int = 4) -> Any:
-    """A connection pool on `conninfo` with pgvector's types registered on every connection."""
+def connect_pool(conninfo: str, *, min_size: int = 1, max_size: int = 4, role: str | None = APP_ROLE) -> Any:
+    """A connection pool on `conninfo` with pgvector's types registered on every connection, each acting as
+    `role` when the database has it (None: as the URL's user, for tools that own the tables)."""
     try:
         from pgvector.psycopg import register_vector
+        from psycopg import sql
         from psycopg_pool import ConnectionPool
     except ImportError as exc:
         from ..index.errors import MissingDependency
@@ -463,10 +465,11 @@ def connect_pool(conninfo: str, *, min_size: int = 1, max_size: int = 4) -> Any:
     def configure(conn: Any) -> None:
         register_vector(conn)
         # The service's role, as the log's connections take it (row-level security and grants bind it).
-        acts = conn.execute("SELECT current_user = %s OR NOT EXISTS (SELECT FROM pg_roles WHERE rolname = %s)",
-                            (APP_ROLE, APP_ROLE)).fetchone()[0]
-        if not acts:
-            conn.execute(f"SET ROLE {APP_ROLE}")
+        if role is not None:
+            acts = conn.execute("SELECT current_user = %s OR NOT EXISTS (SELECT FROM pg_roles WHERE rolname = %s)",
+                                (role, role)).fetchone()[0]
+            if not acts:
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         conn.commit()
 
     return ConnectionPool(conninfo, min_size=min_size, max_size=max_size, configure=configure, open=True,

