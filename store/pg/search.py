@@ -182,6 +182,20 @@ class PgSearch:
                     cur.execute("UPDATE segment_search SET live = false WHERE segment_id = ANY(%s)", (superseded,))
         return added
 
+    def catch_up(self, tenant: str, meeting_id: str) -> int:
+        """Add the lexical rows of the meeting's segments the log gained since the last call (by chain
+        position); returns how many. Cheap: a search calls it first, so an appended segment is found by its
+        words at once, with or without a worker."""
+        with self._session(tenant) as conn:
+            rows = conn.execute(
+                "SELECT segment_id, tenant, meeting_id, device_id, seq, start, \"end\", text, speaker, lang, raw_text, "
+                "confidence, supersedes, received_at, chain_pos, prev_hash, hash FROM segments "
+                "WHERE tenant = %s AND meeting_id = %s AND chain_pos > coalesce("
+                "(SELECT max(doc) FROM segment_search WHERE tenant = %s AND meeting_id = %s), -1) ORDER BY chain_pos",
+                (tenant, meeting_id, tenant, meeting_id),
+            ).fetchall()
+        return self.index_segments([Segment(*row) for row in rows]) if rows else 0
+
     def embed_pending(self, tenant: str, meeting_id: str, *, batch: int = 256) -> int:
         """Embed the meeting's rows that have no vector yet (each by its language's model); returns how many.
 
