@@ -55,6 +55,13 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             models between apps this way); `None` for BM25 alone.
     """
     settings = settings or Settings()
+    if settings.database_url:
+        from meetmem.store.errors import StoreError
+
+        # Refused rather than served from the SQLite file while the operator believes it is PostgreSQL.
+        raise StoreError("the service does not run on PostgreSQL yet: the log, `meetmem verify`, deletion, "
+                         "retention and `meetmem migrate` do, but search, summaries, audio and tokens still need "
+                         "the SQLite file; unset MEETMEM_DATABASE_URL (and --database) to serve from --db")
     from .llm_answer import check_settings
 
     check_settings(settings)  # a misconfigured answerer fails here, naming the setting, not on the first question

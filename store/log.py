@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -20,7 +20,8 @@ from typing import Any
 
 import sqlite_utils
 
-from .errors import ImmutableLog, InvalidSegment, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
+from .batch import plan_batch
+from .errors import ImmutableLog, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
 from .interchange import check_id, check_segment_input
 from .meeting_meta import MeetingMeta, meta_from_row, write_meta
 from .receipts import Receipt, ReceiptKey
@@ -29,9 +30,9 @@ from .records import (
     AppendResult,
     ChainReport,
     Closure,
+    MeetingDump,
     Segment,
     SegmentInput,
-    chain_hash,
     segment_id_for,
 )
 from .schema import create_schema
@@ -69,10 +70,13 @@ class TranscriptLog:
         path: the database file; created with its schema when missing.
         max_bytes: a cap on the file's size (SQLite's `max_page_count`); a batch that would pass it is
             refused whole with a StoreError, as on a full disk. None: no cap.
+        clock: the arrival time stamped on each batch (UTC, ISO 8601); the wall clock by default.
     """
 
-    def __init__(self, path: str | Path, *, max_bytes: int | None = None) -> None:
+    def __init__(self, path: str | Path, *, max_bytes: int | None = None,
+                 clock: Callable[[], str] | None = None) -> None:
         self.path = Path(path)
+        self._clock = clock or _now
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
@@ -253,56 +257,15 @@ class TranscriptLog:
             (tenant, meeting_id),
         ).fetchone()
         pos, prev = (last[0] + 1, last[1]) if last else (0, GENESIS_HASH)
-        received_at = _now()
-        rows: list[dict[str, Any]] = []
-        added: list[Segment] = []
-        duplicates = 0
-        seen: set[str] = set()
-        for sid, item in zip(ids, ordered, strict=True):
-            if sid in seen:
-                duplicates += 1
-                continue
-            seen.add(sid)
-            old = stored.get(sid)
-            if old is not None:
-                if not _same_content(old, item):
-                    raise SequenceError(
-                        f"seq {item.seq} of device {device_id!r} is already stored with different content "
-                        f"(segment {sid}); a correction needs a new seq and 'supersedes'"
-                    )
-                duplicates += 1
-                continue
-            if item.seq <= max_seq:
-                raise SequenceError(
-                    f"seq {item.seq} of device {device_id!r} goes backwards: the meeting already holds "
-                    f"seq {max_seq} of that device"
-                )
-            if item.supersedes is not None:
-                self._check_supersedes(tenant, meeting_id, item, {s.segment_id for s in added})
-            row = {
-                "segment_id": sid,
-                "tenant": tenant,
-                "meeting_id": meeting_id,
-                "device_id": device_id,
-                "seq": item.seq,
-                "start": float(item.start),
-                "end": float(item.end),
-                "speaker": item.speaker,
-                "text": item.text,
-                "raw_text": item.raw_text,
-                "lang": item.lang,
-                "confidence": None if item.confidence is None else float(item.confidence),
-                "supersedes": item.supersedes,
-                "received_at": received_at,
-                "chain_pos": pos,
-            }
-            digest = chain_hash(prev, row)
-            row["prev_hash"] = prev
-            row["hash"] = digest
-            rows.append(row)
-            added.append(Segment(**row))
-            prev = digest
-            pos += 1
+
+        def supersedes_exists(segment_id: str) -> bool:
+            return conn.execute("SELECT 1 FROM segments WHERE segment_id = ? AND tenant = ? AND meeting_id = ?",
+                                (segment_id, tenant, meeting_id)).fetchone() is not None
+
+        plan = plan_batch(tenant=tenant, meeting_id=meeting_id, device_id=device_id, ordered=ordered, ids=ids,
+                          stored=stored, max_seq=max_seq, next_pos=pos, prev_hash=prev, received_at=self._clock(),
+                          supersedes_exists=supersedes_exists)
+        rows, added, duplicates, pos, prev = plan.rows, plan.added, plan.duplicates, plan.head_pos + 1, plan.head_hash
         if rows:
             columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
             marks = ", ".join("?" * len(_SEGMENT_COLUMNS))
@@ -324,20 +287,6 @@ class TranscriptLog:
                 (tenant, meeting_id, pos - 1, prev),
             )
         return AppendResult(added=tuple(added), duplicates=duplicates, head_pos=pos - 1, head_hash=prev)
-
-    def _check_supersedes(
-        self, tenant: str, meeting_id: str, item: SegmentInput, pending: set[str]
-    ) -> None:
-        if item.supersedes in pending:
-            return
-        found = self._conn.execute(
-            "SELECT 1 FROM segments WHERE segment_id = ? AND tenant = ? AND meeting_id = ?",
-            (item.supersedes, tenant, meeting_id),
-        ).fetchone()
-        if not found:
-            raise InvalidSegment(
-                f"'supersedes' names {item.supersedes!r}, which is not a segment of this meeting", seq=item.seq
-            )
 
     # -- reads ------------------------------------------------------------------------------------------
     def has_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
@@ -580,6 +529,112 @@ class TranscriptLog:
         """Raises `ReceiptError` unless `key` signed the tombstone as stored."""
         check_tombstone(key, tombstone)
 
+    # -- retention settings (store/retention.py decides; the log keeps them) ------------------------------
+    def _retention_table(self) -> None:
+        with self.transaction():
+            self.db.execute("CREATE TABLE IF NOT EXISTS retention_policy (tenant TEXT PRIMARY KEY, "
+                            "days INTEGER NOT NULL, set_at TEXT NOT NULL)")
+
+    def retention_settings(self) -> dict[str, int]:
+        """Each tenant's own retention setting in days (0: keep forever)."""
+        self._retention_table()
+        return {r[0]: int(r[1]) for r in self.read("SELECT tenant, days FROM retention_policy ORDER BY tenant")}
+
+    def set_retention(self, tenant: str, days: int | None) -> None:
+        """Set a tenant's retention in days; None removes the tenant's own setting."""
+        self._retention_table()
+        with self.transaction():
+            if days is None:
+                self.db.execute("DELETE FROM retention_policy WHERE tenant = ?", (tenant,))
+            else:
+                self.db.execute("INSERT OR REPLACE INTO retention_policy VALUES (?, ?, ?)",
+                                (tenant, days, _now()))
+
+    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
+        """`(tenant, meeting_id, started_at, last segment's arrival, created_at)` of every meeting, oldest first."""
+        return [tuple(r) for r in self.read(  # type: ignore[misc]
+            "SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
+            "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
+            + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
+            (tenant,) if tenant is not None else (),
+        )]
+
+    # -- moving a meeting between databases (`meetmem migrate`) ------------------------------------------
+    def dump_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingDump:
+        """The meeting's rows exactly as stored, read in one transaction (a consistent snapshot)."""
+        with self.transaction():
+            conn = self._conn
+            row = conn.execute("SELECT created_at, title, started_at, participants FROM meetings WHERE tenant = ? "
+                               "AND meeting_id = ?", (tenant, meeting_id)).fetchone()
+            if row is None:
+                raise MeetingNotFound(tenant, meeting_id)
+            segments = tuple(_row_to_segment(r) for r in conn.execute(
+                f"SELECT {_SELECT} FROM segments WHERE tenant = ? AND meeting_id = ? ORDER BY chain_pos",
+                (tenant, meeting_id)))
+            closures = tuple((str(c[0]), str(c[1]), int(c[2])) for c in conn.execute(
+                "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = ? AND meeting_id = ? "
+                "ORDER BY rowid", (tenant, meeting_id)))
+            head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND meeting_id = ?",
+                                (tenant, meeting_id)).fetchone()
+        return MeetingDump(tenant, meeting_id, row[0], row[1], row[2], row[3], segments, closures,
+                           (int(head[0]), str(head[1])) if head else None)
+
+    def load_meeting(self, dump: MeetingDump) -> bool:
+        """Store a dumped meeting with its rows, links and head as they were; all or nothing.
+
+        Returns:
+            False when this database holds the meeting already with the same head (a migration run again).
+
+        Raises:
+            StoreError: the meeting is here with other rows, or was deleted here.
+        """
+        d = dump
+        with self.transaction():
+            conn = self._conn
+            gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+                                (d.tenant, d.meeting_id)).fetchone()
+            if gone is not None:
+                raise MeetingDeleted(d.tenant, d.meeting_id, gone[0])
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?",
+                            (d.tenant, d.meeting_id)).fetchone() is not None:
+                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND "
+                                    "meeting_id = ?", (d.tenant, d.meeting_id)).fetchone()
+                if (tuple(head) if head else None) == d.head:
+                    return False
+                raise StoreError(f"the target already holds meeting {d.meeting_id!r} of tenant {d.tenant!r} with "
+                                 "other rows; nothing of it was copied")
+            conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at, title, started_at, participants) "
+                         "VALUES (?, ?, ?, ?, ?, ?)",
+                         (d.tenant, d.meeting_id, d.created_at, d.title, d.started_at, d.participants))
+            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+            conn.executemany(f"INSERT INTO segments ({columns}) VALUES ({', '.join('?' * len(_SEGMENT_COLUMNS))})",
+                             [tuple(getattr(seg, c) for c in _SEGMENT_COLUMNS) for seg in d.segments])
+            conn.executemany("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
+                             "VALUES (?, ?, ?, ?, ?)", [(d.tenant, d.meeting_id, *c) for c in d.closures])
+            if d.head is not None:
+                conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) VALUES (?, ?, ?, ?)",
+                             (d.tenant, d.meeting_id, *d.head))
+        return True
+
+    def load_tombstone(self, tombstone: Tombstone) -> bool:
+        """Keep another database's tombstone as signed (False: it is here already)."""
+        t = tombstone
+        with self.transaction():
+            conn = self._conn
+            held = conn.execute(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND "
+                                "meeting_id = ?", (t.tenant, t.meeting_id)).fetchone()
+            if held is not None:
+                if Tombstone(*held) == t:
+                    return False
+                raise StoreError(f"the target holds another tombstone for meeting {t.meeting_id!r}")
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?",
+                            (t.tenant, t.meeting_id)).fetchone() is not None:
+                raise StoreError(f"the target holds meeting {t.meeting_id!r}, which the source deleted")
+            conn.execute(f"INSERT INTO meeting_deletions ({_TOMBSTONE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
+                          t.key_id, t.sig, t.version))
+        return True
+
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:
         """The meeting's recorded head (last chain position, its hash), kept apart from the segments."""
@@ -606,15 +661,3 @@ class TranscriptLog:
         return check_chain(meeting_id, self.chain(meeting_id, tenant=tenant), head=head, closed_through=through,
                            receipts=mine, key=key)
 
-
-def _same_content(old: Segment, new: SegmentInput) -> bool:
-    return (
-        old.start == new.start
-        and old.end == new.end
-        and old.text == new.text
-        and old.speaker == new.speaker
-        and old.lang == new.lang
-        and old.raw_text == new.raw_text
-        and old.confidence == new.confidence
-        and old.supersedes == new.supersedes
-    )

@@ -315,3 +315,19 @@ class MeetingDigest:
         if self.ledger_notes:
             out["notes"] = list(self.ledger_notes)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingDump:
+    """Everything the log holds of one meeting, exactly as stored: for moving it to another database
+    (`meetmem migrate`), where it arrives with the same rows, links and head."""
+
+    tenant: str
+    meeting_id: str
+    created_at: str
+    title: str | None
+    started_at: str | None
+    participants: str | None  # the stored JSON list, as stored
+    segments: tuple[Segment, ...]  # in chain order
+    closures: tuple[tuple[str, str, int], ...]  # (closed_at, reason, through_pos), in the order recorded
+    head: tuple[int, str] | None

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from .errors import InvalidSegment
 from .interchange import check_id
 from .log import TranscriptLog
+
+if TYPE_CHECKING:
+    from .pg.log import PgTranscriptLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,35 +39,23 @@ class Expired:
                 "days": self.days}
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 class RetentionPolicy:
     """Per-tenant retention settings in the log's database, and which meetings they expire."""
 
-    def __init__(self, log: TranscriptLog, *, default_days: int | None = None) -> None:
+    def __init__(self, log: TranscriptLog | PgTranscriptLog, *, default_days: int | None = None) -> None:
         self.log = log
         self.default_days = default_days
-        with log.transaction():
-            log.db.execute("CREATE TABLE IF NOT EXISTS retention_policy (tenant TEXT PRIMARY KEY, "
-                           "days INTEGER NOT NULL, set_at TEXT NOT NULL)")
 
     def set(self, tenant: str, days: int | None) -> None:
         """The tenant's retention in days (0: keep forever); None removes the tenant's own setting."""
         check_id("tenant", tenant)
         if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 0):
             raise InvalidSegment(f"retention days must be a whole number, 0 (keep forever) or more; got {days!r}")
-        with self.log.transaction():
-            if days is None:
-                self.log.db.execute("DELETE FROM retention_policy WHERE tenant = ?", (tenant,))
-            else:
-                self.log.db.execute("INSERT OR REPLACE INTO retention_policy VALUES (?, ?, ?)",
-                                    (tenant, days, _now()))
+        self.log.set_retention(tenant, days)
 
     def settings(self) -> dict[str, int]:
         """Each tenant's own setting."""
-        return {r[0]: int(r[1]) for r in self.log.read("SELECT tenant, days FROM retention_policy ORDER BY tenant")}
+        return self.log.retention_settings()
 
     def days_for(self, tenant: str) -> tuple[int | None, str]:
         """The days in force for a tenant (None: kept forever) and which setting decided it."""
@@ -79,12 +71,7 @@ class RetentionPolicy:
         `days` overrides every tenant's setting (`meetmem retention apply --days N`).
         """
         now = now or datetime.now(UTC)
-        rows = self.log.read(
-            "SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
-            "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
-            + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
-            (tenant,) if tenant is not None else (),
-        )
+        rows = self.log.meeting_ages(tenant=tenant)
         policy: dict[str, int | None] = {}
         out: list[Expired] = []
         for t, meeting_id, started_at, last, created_at in rows:

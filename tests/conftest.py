@@ -89,7 +89,7 @@ def meetmem_cli(cli_command: list[str], tmp_path_factory: pytest.TempPathFactory
         if db is not None:
             argv += ["--db", str(db)]
         env = dict(os.environ)
-        for name in ("MEETMEM_DB", "MEETMEM_TENANT", "MEETMEM_EMBEDDER"):
+        for name in ("MEETMEM_DB", "MEETMEM_DATABASE_URL", "MEETMEM_TENANT", "MEETMEM_EMBEDDER"):
             env.pop(name, None)
         env["HF_HUB_OFFLINE"] = "1"
         env["TRANSFORMERS_OFFLINE"] = "1"

@@ -17,6 +17,8 @@ def common_flags(*, tenant: bool = True) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=None, metavar="PATH",
                         help="the database file (default: the platform's user data directory; env MEETMEM_DB)")
+    common.add_argument("--database", default=None, metavar="URL", dest="database_url",
+                        help="a PostgreSQL database instead of the file: postgresql://... (env MEETMEM_DATABASE_URL)")
     if tenant:
         common.add_argument("--tenant", default=None, help="the tenant to work as (default: local)")
     common.add_argument("--json", action="store_true", help="machine output on stdout, nothing else there")
@@ -36,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .bench_commands import add_bench_commands
     from .cloud_commands import add_cloud_commands
+    from .db_commands import add_db_commands
     from .delete_commands import add_delete_commands
     from .demo import add_demo_command
     from .digest_commands import add_digest_commands
@@ -48,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_digest_commands(sub, common)
     add_export_commands(sub, common)
     add_delete_commands(sub, common, common_flags(tenant=False))
+    add_db_commands(sub, common_flags(tenant=False))
     add_cloud_commands(sub, common, common_flags(tenant=False))
     add_edge_commands(sub, common)
     add_bench_commands(sub, common)
@@ -69,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .context import CommandContext
 
     overrides = {k: v for k, v in {"db": args.db, "tenant": getattr(args, "tenant", None),
-                                          "embedder": args.embedder}.items() if v}
+                                          "embedder": args.embedder,
+                                          "database_url": getattr(args, "database_url", None)}.items() if v}
     settings = Settings(**overrides)
     ctx = CommandContext(settings, quiet=args.quiet)
     try:

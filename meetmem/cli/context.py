@@ -35,9 +35,10 @@ class CommandContext:
     @property
     def log(self) -> TranscriptLog:
         if self._log is None:
-            from meetmem.store.log import TranscriptLog
+            from meetmem.store.backends import open_log
 
-            self._log = TranscriptLog(self.settings.db)
+            # PostgreSQL's schema is the owner's to upgrade (`meetmem db upgrade`); SQLite makes its own.
+            self._log = open_log(self.settings.database_url or self.settings.db, upgrade=False)
         return self._log
 
     @property

@@ -27,7 +27,8 @@ def delete_with_audio(ctx: CommandContext, meeting_id: str, tenant: str, reason:
     from meetmem.store.audio import AudioStore
 
     tombstone, shas = ctx.log.delete_meeting(meeting_id, tenant=tenant, reason=reason, key=key)
-    AudioStore(ctx.log).remove_files(meeting_id, shas, tenant=tenant)
+    if shas:  # audio is kept beside the SQLite file (none on PostgreSQL yet)
+        AudioStore(ctx.log).remove_files(meeting_id, shas, tenant=tenant)
     return tombstone
 
 

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -39,6 +40,14 @@ def make_segments(texts: list[str], *, first_seq: int = 0) -> list[SegmentInput]
 DEMO_AUDIO = Path(__file__).resolve().parents[2] / "meetmem" / "demo_data" / "sample_meeting.ogg"
 KEYED_TABLES = ("meetings", "segments", "meeting_closures", "meeting_heads", "summary_sections", "meeting_digests",
                 "ledger_items", "meeting_audio", "audio_policy")
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[TranscriptLog]:
+    """SQLite only: the derived tables, audio and old-schema cases here are SQLite's (the PostgreSQL
+    deletion is tested in tests/store/pg/test_pg_deletion.py)."""
+    with TranscriptLog(tmp_path / "log.db") as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -37,13 +36,12 @@ def test_replaying_a_batch_adds_nothing(log: TranscriptLog, segments_factory) ->
     assert log.count() == len(batch)
 
 
-def test_replay_across_a_reopened_database(tmp_path: Path, segments_factory) -> None:
-    path = tmp_path / "reopen.db"
+def test_replay_across_a_reopened_database(open_log, segments_factory) -> None:
     batch = segments_factory(TEXTS)
-    with TranscriptLog(path) as first:
+    with open_log() as first:
         assert first.append("m1", "glasses-1", batch).new == len(batch)
         before = list(first.chain("m1"))
-    with TranscriptLog(path) as second:
+    with open_log() as second:
         again = second.append("m1", "glasses-1", batch)
         assert (again.new, again.duplicates) == (0, len(batch))
         assert list(second.chain("m1")) == before
@@ -118,9 +116,8 @@ def _bad_last(kind: str, good: list[SegmentInput]) -> list[SegmentInput]:
 
 
 @pytest.mark.parametrize("kind", ["unknown supersedes", "nan start", "missing text", "conflicting duplicate seq"])
-def test_a_batch_whose_last_segment_is_bad_stores_nothing(tmp_path: Path, segments_factory, kind: str) -> None:
-    path = tmp_path / "batch.db"
-    with TranscriptLog(path) as log:
+def test_a_batch_whose_last_segment_is_bad_stores_nothing(open_log, segments_factory, kind: str) -> None:
+    with open_log() as log:
         log.append("m1", "glasses-1", segments_factory(["already here"]))
         before = list(log.chain("m1"))
         good = segments_factory(TEXTS, first_seq=1, start=5.0)
@@ -130,7 +127,7 @@ def test_a_batch_whose_last_segment_is_bad_stores_nothing(tmp_path: Path, segmen
         # A failed batch leaves no half-open transaction: the good part goes in afterwards.
         assert log.append("m1", "glasses-1", good).new == len(good)
         assert log.verify("m1").ok
-    with TranscriptLog(path) as reopened:
+    with open_log() as reopened:
         assert reopened.count() == 1 + len(good)
 
 

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
-from pathlib import Path
-
 import pytest
 
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import GENESIS_HASH
 
 TEXTS = [f"segment number {i} about the launch" for i in range(8)]
-
-
-def tamper(path: Path, *statements: str, params: tuple = ()) -> None:
-    """Run SQL on a raw connection to the file, each statement with `params` where it has placeholders."""
-    with closing(sqlite3.connect(path)) as conn:
-        for sql in statements:
-            conn.execute(sql, params if "?" in sql else ())
-        conn.commit()
 
 
 @pytest.fixture
@@ -31,7 +19,7 @@ def chained(log: TranscriptLog, segments_factory) -> TranscriptLog:
     return log
 
 
-def test_a_fresh_chain_verifies(chained: TranscriptLog) -> None:
+def test_a_fresh_chain_verifies(backend, chained: TranscriptLog) -> None:
     report = chained.verify("m1")
     assert report.ok and report.checked == len(TEXTS) and report.broken_at is None
     rows = list(chained.chain("m1"))
@@ -47,9 +35,9 @@ def test_a_fresh_chain_verifies(chained: TranscriptLog) -> None:
     ("speaker", "Mallory"),
     ("received_at", "2000-01-01T00:00:00.000000+00:00"),
 ])
-def test_an_altered_row_is_named(chained: TranscriptLog, column: str, value: object) -> None:
+def test_an_altered_row_is_named(backend, chained: TranscriptLog, column: str, value: object) -> None:
     victim = list(chained.chain("m1"))[4]
-    tamper(chained.path, "DROP TRIGGER segments_refuse_update",
+    backend.tamper("DROP TRIGGER segments_refuse_update",
            f'UPDATE segments SET "{column}" = ? WHERE segment_id = ?', params=(value, victim.segment_id))
     report = chained.verify("m1")
     assert not report.ok
@@ -59,17 +47,17 @@ def test_an_altered_row_is_named(chained: TranscriptLog, column: str, value: obj
     assert chained.verify("m2").ok  # one meeting's chain does not depend on another's
 
 
-def test_a_rewritten_hash_breaks_the_next_link(chained: TranscriptLog) -> None:
+def test_a_rewritten_hash_breaks_the_next_link(backend, chained: TranscriptLog) -> None:
     rows = list(chained.chain("m1"))
-    tamper(chained.path, "DROP TRIGGER segments_refuse_update",
+    backend.tamper("DROP TRIGGER segments_refuse_update",
            "UPDATE segments SET hash = ? WHERE segment_id = ?", params=("f" * 64, rows[2].segment_id))
     report = chained.verify("m1")
     assert not report.ok and report.broken_at == rows[2].segment_id
 
 
-def test_a_deleted_middle_row_is_detected(chained: TranscriptLog) -> None:
+def test_a_deleted_middle_row_is_detected(backend, chained: TranscriptLog) -> None:
     rows = list(chained.chain("m1"))
-    tamper(chained.path, "DROP TRIGGER segments_refuse_delete",
+    backend.tamper("DROP TRIGGER segments_refuse_delete",
            "DELETE FROM segments WHERE segment_id = ?", params=(rows[3].segment_id,))
     report = chained.verify("m1")
     assert not report.ok
@@ -77,18 +65,27 @@ def test_a_deleted_middle_row_is_detected(chained: TranscriptLog) -> None:
     assert report.checked == 3
 
 
-def test_the_first_row_deleted_is_detected(chained: TranscriptLog) -> None:
+def test_the_first_row_deleted_is_detected(backend, chained: TranscriptLog) -> None:
     rows = list(chained.chain("m1"))
-    tamper(chained.path, "DROP TRIGGER segments_refuse_delete",
+    backend.tamper("DROP TRIGGER segments_refuse_delete",
            "DELETE FROM segments WHERE segment_id = ?", params=(rows[0].segment_id,))
     report = chained.verify("m1")
     assert not report.ok and report.broken_at == rows[1].segment_id
 
 
-def test_reopening_restores_the_triggers_an_attacker_dropped(chained: TranscriptLog) -> None:
-    tamper(chained.path, "DROP TRIGGER segments_refuse_update", "DROP TRIGGER segments_refuse_delete")
-    path = chained.path
-    chained.close()
+def test_reopening_restores_the_triggers_an_attacker_dropped(tmp_path, segments_factory) -> None:
+    # SQLite's triggers live in the file, where whoever holds it can drop them; opening makes them again.
+    # (PostgreSQL's triggers are dropped only by the tables' owner, and the service's role is not it.)
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "reopen.db"
+    with TranscriptLog(path) as log:
+        log.append("m1", "glasses-1", segments_factory(TEXTS[:3]))
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("DROP TRIGGER segments_refuse_update")
+        conn.execute("DROP TRIGGER segments_refuse_delete")
+        conn.commit()
     with TranscriptLog(path):
         pass
     with closing(sqlite3.connect(path)) as conn:

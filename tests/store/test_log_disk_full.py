@@ -3,10 +3,20 @@ batch, keeps everything stored before it and its chain intact, and takes the sam
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from meetmem.store.errors import StoreError
 from meetmem.store.log import TranscriptLog
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[TranscriptLog]:
+    """SQLite only: a size-capped file (`PRAGMA max_page_count`) is SQLite's."""
+    with TranscriptLog(tmp_path / "log.db") as opened:
+        yield opened
 
 
 def test_a_full_database_refuses_the_whole_batch_and_loses_nothing(log: TranscriptLog, segments_factory) -> None:

@@ -7,8 +7,11 @@ open files with every new thread until it hits the limit. Reads borrow from a bo
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import pytest
 
 from meetmem.store.log import READER_POOL_SIZE, TranscriptLog
 
@@ -24,6 +27,13 @@ def open_handles(db: Path) -> int:
         except OSError:  # closed between listing and reading
             continue
     return count
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[TranscriptLog]:
+    """SQLite only: file handles on the database file."""
+    with TranscriptLog(tmp_path / "log.db") as opened:
+        yield opened
 
 
 def test_handles_stay_flat_over_rounds_of_reads_from_fresh_threads(log: TranscriptLog, segments_factory) -> None:

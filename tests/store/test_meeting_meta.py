@@ -53,27 +53,25 @@ def _segments(n: int = 2) -> list[SegmentInput]:
     return [SegmentInput(seq=i, start=2.0 * i, end=2.0 * i + 1, text=f"line {i}", speaker="A") for i in range(n)]
 
 
-def test_metadata_is_stored_with_the_batch_and_replaced_field_by_field(tmp_path: Path) -> None:
-    with TranscriptLog(tmp_path / "m.db") as log:
-        log.append("m1", "dev", _segments(), meta=meeting_meta("Design review", "2027-03-01T10:00:00+01:00",
-                                                                "Ana,Bo"))
-        meta = log.meta("m1")
-        assert (meta.title, meta.started_at, meta.participants) == (
-            "Design review", "2027-03-01T10:00:00+01:00", ("Ana", "Bo"))
-        # A later batch with only a title changes the title alone; no segments still updates it.
-        log.append("m1", "dev", [], meta=meeting_meta(title="Design review 2"))
-        meta = log.meta("m1")
-        assert (meta.title, meta.started_at, meta.participants) == (
-            "Design review 2", "2027-03-01T10:00:00+01:00", ("Ana", "Bo"))
+def test_metadata_is_stored_with_the_batch_and_replaced_field_by_field(log) -> None:
+    log.append("m1", "dev", _segments(), meta=meeting_meta("Design review", "2027-03-01T10:00:00+01:00",
+                                                            "Ana,Bo"))
+    meta = log.meta("m1")
+    assert (meta.title, meta.started_at, meta.participants) == (
+        "Design review", "2027-03-01T10:00:00+01:00", ("Ana", "Bo"))
+    # A later batch with only a title changes the title alone; no segments still updates it.
+    log.append("m1", "dev", [], meta=meeting_meta(title="Design review 2"))
+    meta = log.meta("m1")
+    assert (meta.title, meta.started_at, meta.participants) == (
+        "Design review 2", "2027-03-01T10:00:00+01:00", ("Ana", "Bo"))
 
 
-def test_a_refused_batch_leaves_no_metadata(tmp_path: Path) -> None:
-    with TranscriptLog(tmp_path / "m.db") as log:
-        log.append("m1", "dev", _segments())
-        clash = [SegmentInput(seq=0, start=0.0, end=1.0, text="different words", speaker="A")]
-        with pytest.raises(SequenceError):
-            log.append("m1", "dev", clash, meta=meeting_meta(title="should not stay"))
-        assert log.meta("m1").title is None
+def test_a_refused_batch_leaves_no_metadata(log) -> None:
+    log.append("m1", "dev", _segments())
+    clash = [SegmentInput(seq=0, start=0.0, end=1.0, text="different words", speaker="A")]
+    with pytest.raises(SequenceError):
+        log.append("m1", "dev", clash, meta=meeting_meta(title="should not stay"))
+    assert log.meta("m1").title is None
 
 
 def test_an_old_database_is_upgraded_in_place(tmp_path: Path) -> None:

@@ -156,12 +156,33 @@ STATEMENTS = [
           DELETE FROM meeting_heads WHERE tenant = p_tenant AND meeting_id = p_meeting_id;
           DELETE FROM meetings WHERE tenant = p_tenant AND meeting_id = p_meeting_id;
         END $$""",
-    "REVOKE ALL ON FUNCTION meetmem_delete_meeting(text, text, text, text, bigint, bigint, text, text, text, "
-    "integer) FROM PUBLIC",
-    f"GRANT EXECUTE ON FUNCTION meetmem_delete_meeting(text, text, text, text, bigint, bigint, text, text, text, "
-    f"integer) TO {APP_ROLE}",
+    # A tombstone brought from another database (`meetmem migrate`): kept as signed there, for a meeting
+    # this database does not hold.
+    f"""CREATE FUNCTION meetmem_import_tombstone(
+          p_tenant text, p_meeting_id text, p_deleted_at text, p_reason text, p_segments bigint,
+          p_head_pos bigint, p_head_hash text, p_key_id text, p_sig text, p_version integer)
+        RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+        BEGIN
+          IF p_tenant IS DISTINCT FROM {_TENANT} THEN
+            RAISE EXCEPTION 'a tombstone is written for its own tenant: set app.tenant to %', p_tenant
+              USING ERRCODE = 'insufficient_privilege';
+          END IF;
+          IF EXISTS (SELECT 1 FROM meetings WHERE tenant = p_tenant AND meeting_id = p_meeting_id) THEN
+            RAISE EXCEPTION 'meeting % of tenant % is held here: a tombstone would hide it', p_meeting_id, p_tenant
+              USING ERRCODE = 'restrict_violation';
+          END IF;
+          INSERT INTO meeting_deletions (tenant, meeting_id, deleted_at, reason, segments, head_pos, head_hash,
+                                         key_id, sig, version)
+          VALUES (p_tenant, p_meeting_id, p_deleted_at, p_reason, p_segments, p_head_pos, p_head_hash,
+                  p_key_id, p_sig, p_version);
+        END $$""",
+    *[f"{verb} EXECUTE ON FUNCTION {name}(text, text, text, text, bigint, bigint, text, text, text, integer) "
+      f"{whom}" for name in ("meetmem_delete_meeting", "meetmem_import_tombstone")
+      for verb, whom in (("REVOKE", "FROM PUBLIC"), ("GRANT", f"TO {APP_ROLE}"))],
     # -- grants: what the service's role may do -----------------------------------------------------------
     f"GRANT USAGE ON SCHEMA public TO {APP_ROLE}",
+    # The service checks the schema's revision before it serves (Alembic made this table before 0001 ran).
+    f"GRANT SELECT ON alembic_version TO {APP_ROLE}",
     f"GRANT SELECT, INSERT ON meetings, segments, meeting_closures, meeting_heads TO {APP_ROLE}",
     f"GRANT UPDATE (title, started_at, participants) ON meetings TO {APP_ROLE}",
     f"GRANT UPDATE (head_pos, head_hash) ON meeting_heads TO {APP_ROLE}",

@@ -1,0 +1,113 @@
+"""The PostgreSQL store's administration: `meetmem db upgrade` / `db current`, and `meetmem migrate`.
+
+SQLite needs none of it (the file makes its own schema on open). A PostgreSQL database is upgraded by its
+owner, once per release, before the service (which runs as the role `meetmem_app`) starts on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from meetmem.store.errors import InvalidSegment, StoreError
+
+from .context import CommandContext
+from .progress import note
+from .store_commands import emit_json
+
+
+def _database(args: argparse.Namespace, ctx: CommandContext) -> str:
+    from meetmem.store.pg import is_postgres_url
+
+    url = ctx.settings.database_url
+    if not url or not is_postgres_url(url):
+        raise InvalidSegment("name the PostgreSQL database: --database postgresql://... or MEETMEM_DATABASE_URL "
+                             "(the SQLite file needs no upgrade: it makes its schema when opened)")
+    return url
+
+
+def cmd_db_upgrade(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.store.pg import migrate
+
+    url = _database(args, ctx)
+    before, after = migrate.upgrade(url)
+    if args.json:
+        emit_json({"database": migrate.redact(url), "before": before, "after": after, "head": migrate.head_revision()})
+    elif before == after:
+        print(f"{migrate.redact(url)}: at revision {after}, the newest; nothing to do")
+    else:
+        print(f"{migrate.redact(url)}: upgraded from revision {before or 'none'} to {after}")
+    return 0
+
+
+def cmd_db_current(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.store.pg import migrate
+
+    url = _database(args, ctx)
+    current, head = migrate.current_revision(url), migrate.head_revision()
+    if args.json:
+        emit_json({"database": migrate.redact(url), "current": current, "head": head, "up_to_date": current == head})
+    else:
+        state = "up to date" if current == head else f"behind: run `meetmem db upgrade` (newest is {head})"
+        print(f"{migrate.redact(url)}: revision {current or 'none'}, {state}")
+    return 0 if current == head else 1
+
+
+def cmd_migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.store.backends import open_log, sqlite_path
+    from meetmem.store.pg import is_postgres_url, migrate
+    from meetmem.store.transfer import copy_log
+
+    source_path = None if is_postgres_url(args.source) else sqlite_path(args.source)
+    if source_path is not None and not source_path.is_file():
+        raise InvalidSegment(f"--from {args.source}: no such database file ({source_path.resolve()})")
+    if str(args.source) == str(args.target):
+        raise InvalidSegment("--from and --to name the same database")
+    source = open_log(args.source, upgrade=False)
+    try:
+        target = open_log(args.target, upgrade=True)
+    except StoreError:
+        source.close()
+        raise
+    shown = {"from": migrate.redact(str(args.source)), "to": migrate.redact(str(args.target))}
+
+    def progress(tenant: str, meeting_id: str, segments: int) -> None:
+        if not ctx.quiet:
+            note(f"{tenant}/{meeting_id}: {segments} segments, chain verified on arrival")
+
+    try:
+        report = copy_log(source, target, on_meeting=progress)
+    finally:
+        source.close()
+        target.close()
+    if args.json:
+        emit_json({**shown, **report.public()})
+    else:
+        print(f"copied {report.copied} meetings ({report.segments} segments), {report.skipped} already there, "
+              f"{report.tombstones} tombstones, {report.retention} retention settings from {shown['from']} to "
+              f"{shown['to']} in {report.seconds:.1f} s; every copied chain verified on arrival")
+        for item in report.failed:
+            sys.stderr.write(f"meetmem: {item['tenant']}/{item['meeting_id']} not copied: {item['reason']}\n")
+    return 0 if report.ok else 1
+
+
+def add_db_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("db", help="the PostgreSQL database's schema: upgrade, current",
+                       description="Schema migrations of a PostgreSQL store (Alembic; SQLite needs none).")
+    db_sub = p.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    q = db_sub.add_parser("upgrade", parents=[common], help="bring the database's schema to the newest revision "
+                          "(run as the database's owner; a database already there is left alone)")
+    q.set_defaults(func=cmd_db_upgrade)
+    q = db_sub.add_parser("current", parents=[common], help="the database's schema revision (exit 1 when behind)")
+    q.set_defaults(func=cmd_db_current)
+
+    p = sub.add_parser("migrate", parents=[common], help="copy a whole log to another database (SQLite to "
+                       "PostgreSQL or back), verifying every chain on arrival",
+                       description="Copy every meeting (rows exactly as stored), tombstone and retention setting "
+                       "from one database to another, verifying each meeting's chain on arrival. Running it again "
+                       "skips meetings already copied. Indexes, summaries and audio are rebuilt, not copied.")
+    p.add_argument("--from", dest="source", required=True, metavar="SOURCE",
+                   help="sqlite:///PATH (four slashes for an absolute path), a file path, or postgresql://...")
+    p.add_argument("--to", dest="target", required=True, metavar="TARGET",
+                   help="postgresql://... (its schema is upgraded first, as its owner), sqlite:///PATH or a path")
+    p.set_defaults(func=cmd_migrate)

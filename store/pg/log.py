@@ -1,0 +1,575 @@
+"""The transcript log on PostgreSQL: the public methods of the SQLite `TranscriptLog`, the same guarantees.
+
+- Append-only by the database: the schema (migrations/versions/0001) gives the service's role
+  `meetmem_app` no UPDATE or DELETE on the log, its triggers refuse UPDATE, TRUNCATE and an untombstoned
+  DELETE whoever asks, and a meeting leaves only through `meetmem_delete_meeting`, tombstone first.
+  Every connection this class opens acts as `meetmem_app` (`SET ROLE`), whatever user the URL names.
+- The same hash chain: the batch rules and the links come from `store/batch.py`, shared with SQLite, so the
+  same input (and arrival clock) gives the same heads on both.
+- Idempotent `(device_id, seq)` and one writer per meeting at a time across every process: appends to a
+  meeting take a transaction-scoped advisory lock on it, and unique keys stand behind that.
+- Tenant isolation by row-level security: each transaction sets `app.tenant` to the tenant it serves, and
+  the policies show it that tenant's rows alone, whatever a query's WHERE says. Reads across tenants (the
+  operator's listings, the reaper) say so with `'*'`, which reads every tenant and writes none.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import fields
+from datetime import UTC, datetime
+from typing import Any
+
+from ..batch import plan_batch
+from ..errors import ImmutableLog, InvalidSegment, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
+from ..interchange import check_id, check_segment_input
+from ..meeting_meta import MeetingMeta, meta_from_row
+from ..receipts import Receipt, ReceiptKey
+from ..records import (
+    GENESIS_HASH,
+    AppendResult,
+    ChainReport,
+    Closure,
+    MeetingDump,
+    Segment,
+    SegmentInput,
+    segment_id_for,
+)
+from ..tombstones import Tombstone, check_tombstone, sign_tombstone
+from ..verify import check_chain
+from . import migrate, require_psycopg
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TENANT = "local"
+APP_ROLE = "meetmem_app"
+#: The tenant setting that reads every tenant (and, by the policies, writes none).
+ALL_TENANTS = "*"
+POOL_SIZE = 8
+
+_SEGMENT_COLUMNS = tuple(f.name for f in fields(Segment))
+_SELECT = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+_TOMBSTONE_COLUMNS = "tenant, meeting_id, deleted_at, reason, segments, head_pos, head_hash, key_id, sig, version"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _row_to_segment(row: Sequence[Any]) -> Segment:
+    return Segment(**dict(zip(_SEGMENT_COLUMNS, row, strict=True)))
+
+
+def _check_text(segments: Sequence[SegmentInput]) -> None:
+    # PostgreSQL's text cannot hold NUL; SQLite can. Refused up front, naming the segment.
+    for item in segments:
+        for name in ("text", "raw_text", "speaker", "lang", "supersedes"):
+            value = getattr(item, name)
+            if isinstance(value, str) and "\x00" in value:
+                raise InvalidSegment(f"{name} contains a NUL character, which the database cannot store",
+                                     seq=item.seq)
+
+
+class PgTranscriptLog:
+    """The transcript log in one PostgreSQL database, shared by any number of processes.
+
+    Args:
+        url: `postgresql://user[:password]@host:port/database`; the user must be `meetmem_app` or a member
+            of it (the owner who ran the migrations is).
+        clock: the arrival time stamped on each batch (UTC, ISO 8601); the wall clock by default.
+        upgrade: bring the schema to the newest revision first (needs the owner's rights); otherwise a
+            database behind this code's schema is refused with the command that upgrades it.
+    """
+
+    backend = "postgres"
+
+    def __init__(self, url: str, *, clock: Callable[[], str] | None = None, upgrade: bool = False,
+                 pool_size: int = POOL_SIZE) -> None:
+        self.url = url
+        self.path = migrate.redact(url)
+        self._clock = clock or _now
+        self._psycopg = require_psycopg()
+        self._pool: list[Any] = []
+        self._pool_lock = threading.Lock()
+        self._pool_size = pool_size
+        self._closed = False
+        if upgrade:
+            migrate.upgrade(url)
+        with self._session(ALL_TENANTS) as conn:
+            known = conn.execute("SELECT to_regclass('alembic_version')").fetchone()[0] is not None
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone() if known else None
+        current, head = (row[0] if row else None), migrate.head_revision()
+        if current != head:
+            raise StoreError(f"the database {self.path} is at schema revision {current or 'none'}, this meetmem "
+                             f"needs {head}: run `meetmem db upgrade --database URL` as the database owner")
+
+    #: The SQLite log's raw handles, which the derived stores (search index, summaries, ledger, audio) use.
+    _SQLITE_ONLY = frozenset({"db", "read", "transaction", "_conn", "_reading"})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in PgTranscriptLog._SQLITE_ONLY:
+            raise StoreError(f"this needs the SQLite store: search indexes, summaries, the ledger and audio do not run "
+                             f"on PostgreSQL here yet (asked for {name!r}); use the SQLite file (--db) for them")
+        raise AttributeError(name)
+
+    # -- connections ------------------------------------------------------------------------------------
+    def _connect(self) -> Any:
+        psycopg = self._psycopg
+        try:
+            conn = psycopg.connect(self.url, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+        try:
+            if conn.execute("SELECT current_user").fetchone()[0] != APP_ROLE:
+                conn.execute(f"SET ROLE {APP_ROLE}")
+        except psycopg.Error as exc:
+            conn.close()
+            raise StoreError(f"the user of {self.path} cannot act as {APP_ROLE}: connect as {APP_ROLE} or a member "
+                             f"of it (GRANT {APP_ROLE} TO your_user): {exc}") from exc
+        return conn
+
+    @contextmanager
+    def _session(self, tenant: str, *, isolation: str | None = None) -> Iterator[Any]:
+        """One transaction on a pooled connection, serving `tenant` (row-level security sees only it)."""
+        if self._closed:
+            raise StoreError(f"the log of {self.path} is closed")
+        with self._pool_lock:
+            conn = self._pool.pop() if self._pool else None
+        if conn is None or conn.closed:
+            conn = self._connect()
+        psycopg = self._psycopg
+        try:
+            with conn.transaction():
+                if isolation is not None:
+                    conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+                conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant,))
+                yield conn
+        except psycopg.errors.RestrictViolation as exc:
+            raise ImmutableLog(str(exc.diag.message_primary or exc)) from exc
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"the database {self.path} failed: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"the database {self.path} refused: {exc}") from exc
+        finally:
+            idle = psycopg.pq.TransactionStatus.IDLE
+            with self._pool_lock:
+                keep = (not self._closed and not conn.closed and conn.info.transaction_status == idle
+                        and len(self._pool) < self._pool_size)
+                if keep:
+                    self._pool.append(conn)
+            if not keep:
+                conn.close()
+
+    def _rows(self, sql: str, params: Sequence[Any] = (), *, tenant: str) -> list[tuple[Any, ...]]:
+        with self._session(tenant) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._pool_lock:
+            self._closed = True
+            pool, self._pool = self._pool, []
+        for conn in pool:
+            conn.close()
+
+    def __enter__(self) -> PgTranscriptLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def _lock_meeting(conn: Any, tenant: str, meeting_id: str) -> None:
+        # One writer per meeting at a time, across processes; released at commit or rollback.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{tenant}\x1f{meeting_id}",))
+
+    # -- the one write path -----------------------------------------------------------------------------
+    def append(self, meeting_id: str, device_id: str, segments: Sequence[SegmentInput], *,
+               tenant: str = DEFAULT_TENANT, meta: MeetingMeta | None = None) -> AppendResult:
+        """Append a batch of one device's segments to a meeting, all or nothing (as `TranscriptLog.append`)."""
+        check_id("meeting id", meeting_id)
+        check_id("device id", device_id)
+        check_id("tenant", tenant)
+        if not segments:
+            if meta is not None and not meta.empty and self.has_meeting(meeting_id, tenant=tenant):
+                with self._session(tenant) as conn:
+                    _write_meta(conn, tenant, meeting_id, meta)
+            return AppendResult()
+        for item in segments:
+            check_segment_input(item)
+        _check_text(segments)
+        ordered = sorted(segments, key=lambda s: s.seq)
+        for before, after in zip(ordered, ordered[1:], strict=False):
+            if before.seq == after.seq and before != after:
+                raise SequenceError(f"seq {after.seq} appears twice in the batch with different content")
+        psycopg = self._psycopg
+        try:
+            with self._session(tenant) as conn:
+                result = self._append_locked(conn, tenant, meeting_id, device_id, ordered)
+                if meta is not None:
+                    _write_meta(conn, tenant, meeting_id, meta)
+                return result
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise StoreError("concurrent append to the same meeting; retry the batch") from exc
+            raise
+
+    def _append_locked(self, conn: Any, tenant: str, meeting_id: str, device_id: str,
+                       ordered: Sequence[SegmentInput]) -> AppendResult:
+        self._lock_meeting(conn, tenant, meeting_id)
+        gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
+                            (tenant, meeting_id)).fetchone()
+        if gone is not None:
+            raise MeetingDeleted(tenant, meeting_id, gone[0])
+        conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES (%s, %s, %s) "
+                     "ON CONFLICT (tenant, meeting_id) DO NOTHING", (tenant, meeting_id, _now()))
+        ids = [segment_id_for(tenant, meeting_id, device_id, s.seq) for s in ordered]
+        stored = {seg.segment_id: seg for seg in map(_row_to_segment, conn.execute(
+            f"SELECT {_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,)).fetchall())}
+        max_seq = conn.execute("SELECT MAX(seq) FROM segments WHERE tenant = %s AND meeting_id = %s AND "
+                               "device_id = %s", (tenant, meeting_id, device_id)).fetchone()[0]
+        last = conn.execute("SELECT chain_pos, hash FROM segments WHERE tenant = %s AND meeting_id = %s "
+                            "ORDER BY chain_pos DESC LIMIT 1", (tenant, meeting_id)).fetchone()
+        pos, prev = (int(last[0]) + 1, str(last[1])) if last else (0, GENESIS_HASH)
+
+        def supersedes_exists(segment_id: str) -> bool:
+            return conn.execute("SELECT 1 FROM segments WHERE segment_id = %s AND tenant = %s AND meeting_id = %s",
+                                (segment_id, tenant, meeting_id)).fetchone() is not None
+
+        plan = plan_batch(tenant=tenant, meeting_id=meeting_id, device_id=device_id, ordered=ordered, ids=ids,
+                          stored=stored, max_seq=-1 if max_seq is None else int(max_seq), next_pos=pos,
+                          prev_hash=prev, received_at=self._clock(), supersedes_exists=supersedes_exists)
+        if plan.rows:
+            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+            marks = ", ".join(["%s"] * len(_SEGMENT_COLUMNS))
+            with conn.cursor() as cur:
+                cur.executemany(f"INSERT INTO segments ({columns}) VALUES ({marks})",
+                                [tuple(r[c] for c in _SEGMENT_COLUMNS) for r in plan.rows])
+            conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) VALUES (%s, %s, %s, %s) "
+                         "ON CONFLICT (tenant, meeting_id) DO UPDATE SET head_pos = excluded.head_pos, "
+                         "head_hash = excluded.head_hash", (tenant, meeting_id, plan.head_pos, plan.head_hash))
+        return AppendResult(added=tuple(plan.added), duplicates=plan.duplicates, head_pos=plan.head_pos,
+                            head_hash=plan.head_hash)
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def has_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
+        return bool(self._rows("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", (tenant, meeting_id),
+                               tenant=tenant))
+
+    def require_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
+        if not self.has_meeting(meeting_id, tenant=tenant):
+            gone = self._rows("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
+                              (tenant, meeting_id), tenant=tenant)
+            raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0][0] if gone else None)
+
+    def meetings(self, *, tenant: str | None = None) -> list[tuple[str, str]]:
+        """`(tenant, meeting_id)` of every meeting, oldest first; all tenants when `tenant` is None."""
+        if tenant is None:
+            rows = self._rows("SELECT tenant, meeting_id FROM meetings ORDER BY created_at, ord", tenant=ALL_TENANTS)
+        else:
+            rows = self._rows("SELECT tenant, meeting_id FROM meetings WHERE tenant = %s ORDER BY created_at, ord",
+                              (tenant,), tenant=tenant)
+        return [(r[0], r[1]) for r in rows]
+
+    def meta(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingMeta:
+        rows = self._rows("SELECT title, started_at, participants FROM meetings WHERE tenant = %s AND "
+                          "meeting_id = %s", (tenant, meeting_id), tenant=tenant)
+        if not rows:
+            raise MeetingNotFound(tenant, meeting_id)
+        return meta_from_row(*rows[0])
+
+    def segments(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, start: float | None = None,
+                 end: float | None = None, include_superseded: bool = False) -> list[Segment]:
+        """A meeting's segments ordered by start, device id and seq (as `TranscriptLog.segments`)."""
+        self.require_meeting(meeting_id, tenant=tenant)
+        where = ["tenant = %s", "meeting_id = %s"]
+        args: list[Any] = [tenant, meeting_id]
+        if start is not None:
+            where.append('"end" >= %s')
+            args.append(start)
+        if end is not None:
+            where.append("start <= %s")
+            args.append(end)
+        if not include_superseded:
+            where.append("segment_id NOT IN (SELECT supersedes FROM segments WHERE tenant = %s AND meeting_id = %s "
+                         "AND supersedes IS NOT NULL)")
+            args.extend([tenant, meeting_id])
+        # COLLATE "C": the byte order SQLite sorts device ids in, whatever the database's locale.
+        sql = (f"SELECT {_SELECT} FROM segments WHERE {' AND '.join(where)} "
+               'ORDER BY start, device_id COLLATE "C", seq')
+        return [_row_to_segment(r) for r in self._rows(sql, args, tenant=tenant)]
+
+    def get(self, segment_ids: Iterable[str]) -> dict[str, Segment]:
+        """Segments by id (any meeting, any tenant: callers check ownership)."""
+        ids = list(dict.fromkeys(segment_ids))
+        if not ids:
+            return {}
+        rows = self._rows(f"SELECT {_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,), tenant=ALL_TENANTS)
+        return {seg.segment_id: seg for seg in map(_row_to_segment, rows)}
+
+    def superseded_ids(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> set[str]:
+        rows = self._rows("SELECT supersedes FROM segments WHERE tenant = %s AND meeting_id = %s AND "
+                          "supersedes IS NOT NULL", (tenant, meeting_id), tenant=tenant)
+        return {r[0] for r in rows}
+
+    def chain(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, after_pos: int = -1,
+              limit: int | None = None) -> Iterator[Segment]:
+        """A meeting's rows in arrival (chain) order, from `after_pos + 1` on (at most `limit` of them)."""
+        sql = (f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s AND chain_pos > %s "
+               "ORDER BY chain_pos")
+        args: list[Any] = [tenant, meeting_id, after_pos]
+        if limit is not None:
+            sql += " LIMIT %s"
+            args.append(limit)
+        for row in self._rows(sql, args, tenant=tenant):
+            yield _row_to_segment(row)
+
+    def last_chain_pos(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
+        rows = self._rows("SELECT MAX(chain_pos) FROM segments WHERE tenant = %s AND meeting_id = %s",
+                          (tenant, meeting_id), tenant=tenant)
+        return -1 if not rows or rows[0][0] is None else int(rows[0][0])
+
+    def meeting_stats(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, float]:
+        self.require_meeting(meeting_id, tenant=tenant)
+        rows = self._rows(
+            'SELECT COUNT(*), COALESCE(MAX("end"), 0) FROM segments WHERE tenant = %s AND meeting_id = %s '
+            "AND segment_id NOT IN (SELECT supersedes FROM segments WHERE tenant = %s AND meeting_id = %s "
+            "AND supersedes IS NOT NULL)", (tenant, meeting_id, tenant, meeting_id), tenant=tenant)
+        return int(rows[0][0]), float(rows[0][1])
+
+    def count(self) -> int:
+        return int(self._rows("SELECT COUNT(*) FROM segments", tenant=ALL_TENANTS)[0][0])
+
+    # -- meeting life -----------------------------------------------------------------------------------
+    def close_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "closed") -> Closure:
+        """Record that a meeting ended; closing a closed meeting is a no-op."""
+        with self._session(tenant) as conn:
+            self._lock_meeting(conn, tenant, meeting_id)
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s",
+                            (tenant, meeting_id)).fetchone() is None:
+                gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
+                                    (tenant, meeting_id)).fetchone()
+                raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0] if gone else None)
+            current = self._closure(conn, tenant, meeting_id)
+            if current is not None:
+                return current
+            through = conn.execute("SELECT COALESCE(MAX(chain_pos), -1) FROM segments WHERE tenant = %s AND "
+                                   "meeting_id = %s", (tenant, meeting_id)).fetchone()[0]
+            closed_at = _now()
+            conn.execute("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
+                         "VALUES (%s, %s, %s, %s, %s)", (tenant, meeting_id, closed_at, reason, through))
+            return Closure(meeting_id, closed_at, reason, int(through))
+
+    @staticmethod
+    def _closure(conn: Any, tenant: str, meeting_id: str) -> Closure | None:
+        row = conn.execute(
+            "SELECT c.closed_at, c.reason, c.through_pos, (SELECT COALESCE(MAX(chain_pos), -1) FROM segments s "
+            "WHERE s.tenant = c.tenant AND s.meeting_id = c.meeting_id) FROM meeting_closures c "
+            "WHERE c.tenant = %s AND c.meeting_id = %s ORDER BY c.through_pos DESC, c.ord DESC LIMIT 1",
+            (tenant, meeting_id)).fetchone()
+        if row is None or row[2] < row[3]:
+            return None
+        return Closure(meeting_id, row[0], row[1], int(row[2]))
+
+    def closure(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Closure | None:
+        """The closure in force: the latest one, if no segment arrived after it; else None (open)."""
+        with self._session(tenant) as conn:
+            return self._closure(conn, tenant, meeting_id)
+
+    def open_meetings(self) -> list[tuple[str, str, str]]:
+        """`(tenant, meeting_id, received_at of its newest row)` of every meeting not closed."""
+        rows = self._rows(
+            "SELECT m.tenant, m.meeting_id, last.received_at FROM meetings m "
+            "LEFT JOIN LATERAL (SELECT received_at, chain_pos FROM segments s WHERE s.tenant = m.tenant AND "
+            "s.meeting_id = m.meeting_id ORDER BY chain_pos DESC LIMIT 1) last ON true "
+            "WHERE NOT EXISTS (SELECT 1 FROM meeting_closures c WHERE c.tenant = m.tenant AND "
+            "c.meeting_id = m.meeting_id AND c.through_pos >= COALESCE(last.chain_pos, -1)) "
+            "ORDER BY m.created_at, m.ord", tenant=ALL_TENANTS)
+        return [(t, m, r or "") for t, m, r in rows]
+
+    # -- deletion: the one way rows leave the log -------------------------------------------------------
+    def delete_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "deleted",
+                       key: ReceiptKey) -> tuple[Tombstone, list[str]]:
+        """Delete a meeting and everything derived from it, leaving a tombstone signed with `key`
+        (as `TranscriptLog.delete_meeting`; here through the schema's `meetmem_delete_meeting`)."""
+        check_id("meeting id", meeting_id)
+        check_id("tenant", tenant)
+        reason = " ".join(str(reason).split())[:200] or "deleted"
+        args = (tenant, meeting_id)
+        try:
+            with self._session(tenant) as conn:
+                self._lock_meeting(conn, tenant, meeting_id)
+                found = conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", args).fetchone()
+                if found is None:
+                    raise MeetingNotFound(tenant, meeting_id)
+                count = conn.execute("SELECT COUNT(*) FROM segments WHERE tenant = %s AND meeting_id = %s",
+                                     args).fetchone()[0]
+                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
+                                    "meeting_id = %s", args).fetchone()
+                head_pos, head_hash = (int(head[0]), str(head[1])) if head else (-1, GENESIS_HASH)
+                shas: list[str] = []
+                if conn.execute("SELECT to_regclass('meeting_audio')").fetchone()[0] is not None:
+                    shas = [r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM meeting_audio WHERE tenant = %s "
+                                                       "AND meeting_id = %s", args)]
+                t = sign_tombstone(key, tenant=tenant, meeting_id=meeting_id, deleted_at=_now(), reason=reason,
+                                   segments=int(count), head_pos=head_pos, head_hash=head_hash)
+                conn.execute("SELECT meetmem_delete_meeting(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                             (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
+                              t.key_id, t.sig, t.version))
+        except MeetingNotFound:
+            raise
+        except StoreError as exc:
+            raise StoreError(f"deleting meeting {meeting_id!r} failed, nothing was removed: {exc}") from exc
+        return t, shas
+
+    def tombstone(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Tombstone | None:
+        rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
+                          "meeting_id = %s", (tenant, meeting_id), tenant=tenant)
+        return Tombstone(*rows[0]) if rows else None
+
+    def tombstones(self, *, tenant: str | None = None) -> list[Tombstone]:
+        """Every tombstone (of one tenant, or all), oldest deletion first."""
+        if tenant is None:
+            rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, ord",
+                              tenant=ALL_TENANTS)
+        else:
+            rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s "
+                              "ORDER BY deleted_at, ord", (tenant,), tenant=tenant)
+        return [Tombstone(*r) for r in rows]
+
+    def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:
+        check_tombstone(key, tombstone)
+
+    # -- retention settings -----------------------------------------------------------------------------
+    def retention_settings(self) -> dict[str, int]:
+        rows = self._rows("SELECT tenant, days FROM retention_policy ORDER BY tenant", tenant=ALL_TENANTS)
+        return {r[0]: int(r[1]) for r in rows}
+
+    def set_retention(self, tenant: str, days: int | None) -> None:
+        with self._session(tenant) as conn:
+            if days is None:
+                conn.execute("DELETE FROM retention_policy WHERE tenant = %s", (tenant,))
+            else:
+                conn.execute("INSERT INTO retention_policy (tenant, days, set_at) VALUES (%s, %s, %s) "
+                             "ON CONFLICT (tenant) DO UPDATE SET days = excluded.days, set_at = excluded.set_at",
+                             (tenant, days, datetime.now(UTC).isoformat(timespec="seconds")))
+
+    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
+        sql = ("SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
+               "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
+               + ("WHERE m.tenant = %s " if tenant is not None else "") + "ORDER BY m.created_at, m.ord")
+        return [tuple(r) for r in self._rows(sql, (tenant,) if tenant is not None else (),  # type: ignore[misc]
+                                             tenant=tenant if tenant is not None else ALL_TENANTS)]
+
+    # -- moving a meeting between databases (`meetmem migrate`) ------------------------------------------
+    def dump_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingDump:
+        """The meeting's rows exactly as stored, read on one snapshot."""
+        args = (tenant, meeting_id)
+        with self._session(tenant, isolation="REPEATABLE READ") as conn:
+            row = conn.execute("SELECT created_at, title, started_at, participants FROM meetings WHERE tenant = %s "
+                               "AND meeting_id = %s", args).fetchone()
+            if row is None:
+                raise MeetingNotFound(tenant, meeting_id)
+            segments = tuple(map(_row_to_segment, conn.execute(
+                f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s ORDER BY chain_pos", args)))
+            closures = tuple((str(c[0]), str(c[1]), int(c[2])) for c in conn.execute(
+                "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = %s AND meeting_id = %s "
+                "ORDER BY ord", args))
+            head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
+                                "meeting_id = %s", args).fetchone()
+        return MeetingDump(tenant, meeting_id, row[0], row[1], row[2], row[3], segments, closures,
+                           (int(head[0]), str(head[1])) if head else None)
+
+    def load_meeting(self, dump: MeetingDump) -> bool:
+        """Store a dumped meeting with its rows, links and head as they were (as `TranscriptLog.load_meeting`)."""
+        d = dump
+        args = (d.tenant, d.meeting_id)
+        with self._session(d.tenant) as conn:
+            self._lock_meeting(conn, d.tenant, d.meeting_id)
+            gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
+                                args).fetchone()
+            if gone is not None:
+                raise MeetingDeleted(d.tenant, d.meeting_id, gone[0])
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", args).fetchone():
+                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
+                                    "meeting_id = %s", args).fetchone()
+                if (tuple(head) if head else None) == d.head:
+                    return False
+                raise StoreError(f"the target already holds meeting {d.meeting_id!r} of tenant {d.tenant!r} with "
+                                 "other rows; nothing of it was copied")
+            conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at, title, started_at, participants) "
+                         "VALUES (%s, %s, %s, %s, %s, %s)",
+                         (*args, d.created_at, d.title, d.started_at, d.participants))
+            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
+            marks = ", ".join(["%s"] * len(_SEGMENT_COLUMNS))
+            # INSERT, not COPY: PostgreSQL refuses COPY FROM into a table under row-level security.
+            with conn.cursor() as cur:
+                cur.executemany(f"INSERT INTO segments ({columns}) VALUES ({marks})",
+                                [tuple(getattr(seg, c) for c in _SEGMENT_COLUMNS) for seg in d.segments])
+                cur.executemany("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
+                                "VALUES (%s, %s, %s, %s, %s)", [(*args, *c) for c in d.closures])
+            if d.head is not None:
+                conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) "
+                             "VALUES (%s, %s, %s, %s)", (*args, *d.head))
+        return True
+
+    def load_tombstone(self, tombstone: Tombstone) -> bool:
+        """Keep another database's tombstone as signed (False: it is here already); through the schema's
+        `meetmem_import_tombstone`, since the service's role cannot write tombstones itself."""
+        t = tombstone
+        with self._session(t.tenant) as conn:
+            held = conn.execute(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
+                                "meeting_id = %s", (t.tenant, t.meeting_id)).fetchone()
+            if held is not None:
+                if Tombstone(*held) == t:
+                    return False
+                raise StoreError(f"the target holds another tombstone for meeting {t.meeting_id!r}")
+            conn.execute("SELECT meetmem_import_tombstone(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                         (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
+                          t.key_id, t.sig, t.version))
+        return True
+
+    # -- integrity --------------------------------------------------------------------------------------
+    def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:
+        rows = self._rows("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND meeting_id = %s",
+                          (tenant, meeting_id), tenant=tenant)
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def verify(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, receipts: Sequence[Receipt] = (),
+               key: ReceiptKey | None = None) -> ChainReport:
+        """Recompute a meeting's hash chain and check where it ends, on one snapshot of the database."""
+        self.require_meeting(meeting_id, tenant=tenant)
+        args = (tenant, meeting_id)
+        with self._session(tenant, isolation="REPEATABLE READ") as conn:
+            through = conn.execute("SELECT COALESCE(MAX(through_pos), -1) FROM meeting_closures WHERE tenant = %s "
+                                   "AND meeting_id = %s", args).fetchone()[0]
+            head_row = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
+                                    "meeting_id = %s", args).fetchone()
+            rows = conn.execute(f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s "
+                                "ORDER BY chain_pos", args).fetchall()
+        head = (int(head_row[0]), str(head_row[1])) if head_row else None
+        mine = [r for r in receipts if (r.tenant, r.meeting_id) == (tenant, meeting_id)]
+        return check_chain(meeting_id, map(_row_to_segment, rows), head=head, closed_through=int(through),
+                           receipts=mine, key=key)
+
+
+def _write_meta(conn: Any, tenant: str, meeting_id: str, meta: MeetingMeta) -> None:
+    """Store the fields `meta` gives on the meeting's row (inside the caller's transaction)."""
+    import json
+
+    sets: list[str] = []
+    args: list[Any] = []
+    if meta.title is not None:
+        sets.append("title = %s")
+        args.append(meta.title)
+    if meta.started_at is not None:
+        sets.append("started_at = %s")
+        args.append(meta.started_at)
+    if meta.participants is not None:
+        sets.append("participants = %s")
+        args.append(json.dumps(list(meta.participants), ensure_ascii=False))
+    if sets:
+        conn.execute(f"UPDATE meetings SET {', '.join(sets)} WHERE tenant = %s AND meeting_id = %s",
+                     (*args, tenant, meeting_id))
