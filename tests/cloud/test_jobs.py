@@ -56,7 +56,7 @@ def start_worker(cli_command: list[str], url: str, tmp_path, name: str) -> subpr
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MEETMEM_THREADS": "1"}
     with open(tmp_path / f"{name}.log", "w") as log:  # the child keeps its own copy of the handle
         return subprocess.Popen(
-            [*cli_command, "worker", "--database-url", url, "--embedder", "minilm", "--db",
+            [*cli_command, "worker", "--database", url, "--embedder", "minilm", "--db",
              str(tmp_path / "unused.db"), "--heartbeat", "1", "--stalled-after", "4", "-v"],
             stdout=subprocess.DEVNULL, stderr=log, env=env)
 
