@@ -55,21 +55,14 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             models between apps this way); `None` for BM25 alone.
     """
     settings = settings or Settings()
-    if settings.database_url:
-        from meetmem.store.errors import StoreError
-
-        # Refused rather than served from the SQLite file while the operator believes it is PostgreSQL.
-        raise StoreError("the service does not run on PostgreSQL yet: the log, `meetmem verify`, deletion, "
-                         "retention and `meetmem migrate` do, but search, summaries, audio and tokens still need "
-                         "the SQLite file; unset MEETMEM_DATABASE_URL (and --database) to serve from --db")
     from .llm_answer import check_settings
 
     check_settings(settings)  # a misconfigured answerer fails here, naming the setting, not on the first question
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from meetmem.store.backends import open_log
         from meetmem.store.index.search import TranscriptSearch, embedder_routes
-        from meetmem.store.log import TranscriptLog
         from meetmem.store.receipts import ReceiptKey
         from meetmem.summarizers.backends import make_digest_parts
         from meetmem.summarizers.digest import MeetingDigester
@@ -84,7 +77,10 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads,
                                      instances=settings.model_instances,
                                      on_load=lambda name: log.info("loading the %s embedding model", name))
-        transcript_log = TranscriptLog(settings.db, max_bytes=settings.max_db_bytes)
+        # MEETMEM_DATABASE_URL: the log in PostgreSQL, whose schema its owner upgrades (`meetmem db upgrade`);
+        # else the SQLite file, which makes its own.
+        transcript_log = open_log(settings.database_url or settings.db, upgrade=False,
+                                  max_bytes=settings.max_db_bytes)
         receipts = ReceiptKey.load(settings.receipt_key_path(), create=True)
         search = TranscriptSearch(transcript_log, routes)
         # The service's indexer embeds new segments; a question adds them to BM25 and never waits for that.

@@ -100,6 +100,11 @@ class TokenStore:
 
     def __init__(self, log: TranscriptLog) -> None:
         self.log = log
+        # On PostgreSQL the table comes with the schema (store/pg/migrations), and the statements below are
+        # the same but for the placeholders and the transaction.
+        self._pg = getattr(log, "backend", "sqlite") == "postgres"
+        if self._pg:
+            return
         with log.transaction():
             log.db.execute(
                 "CREATE TABLE IF NOT EXISTS api_tokens ("
@@ -120,20 +125,32 @@ class TokenStore:
         token_id = secrets.token_hex(6)
         token = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
         expires = None if expires_at is None else expires_at.astimezone(UTC).isoformat(timespec="seconds")
-        with self.log.transaction():
-            self.log.db.execute(
-                "INSERT INTO api_tokens (token_id, token_hash, tenant, created_at, label, expires_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [token_id, _digest(token), tenant, _now(), label, expires],
-            )
+        self._write(
+            "INSERT INTO api_tokens (token_id, token_hash, tenant, created_at, label, expires_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [token_id, _digest(token), tenant, _now(), label, expires],
+        )
         return token
+
+    def _read(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+        if self._pg:
+            return self.log._rows(sql.replace("?", "%s"), args, tenant="*")
+        return self.log.read(sql, args)
+
+    def _write(self, sql: str, args: Any = ()) -> None:
+        if self._pg:
+            with self.log._session("*") as conn:
+                conn.execute(sql.replace("?", "%s"), args)
+            return
+        with self.log.transaction():
+            self.log.db.execute(sql, args)
 
     def tenant_for(self, token: str) -> str | None:
         """The tenant a token belongs to, or None when it is unknown, malformed, revoked or expired."""
         if not _TOKEN_RE.match(token):
             return None
-        rows = self.log.read("SELECT tenant, revoked_at, expires_at FROM api_tokens WHERE token_hash = ?",
-                             (_digest(token),))
+        rows = self._read("SELECT tenant, revoked_at, expires_at FROM api_tokens WHERE token_hash = ?",
+                          (_digest(token),))
         if not rows or rows[0][1] is not None:
             return None
         expires_at = rows[0][2]
@@ -145,15 +162,10 @@ class TokenStore:
         """Revoke a token, named by the token itself or by its id; the next request with it gets 401."""
         match = _TOKEN_RE.match(token_or_id)
         token_id = match.group(1) if match else token_or_id
-        with self.log.transaction():
-            rows = self.log.db.execute(
-                "SELECT token_id FROM api_tokens WHERE token_id = ?", [token_id]
-            ).fetchall()
-            if not rows:
-                raise TokenError(f"no token with id {token_id!r} (see `meetmem token list`)")
-            self.log.db.execute(
-                "UPDATE api_tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", [_now(), token_id]
-            )
+        if not self._read("SELECT token_id FROM api_tokens WHERE token_id = ?", [token_id]):
+            raise TokenError(f"no token with id {token_id!r} (see `meetmem token list`)")
+        self._write("UPDATE api_tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL",
+                    [_now(), token_id])
         return next(t for t in self.list() if t.token_id == token_id)
 
     def list(self, *, tenant: str | None = None) -> list[TokenInfo]:
@@ -162,4 +174,4 @@ class TokenStore:
         if tenant is not None:
             sql += " WHERE tenant = ?"
             args = (tenant,)
-        return [TokenInfo(*row) for row in self.log.read(sql + " ORDER BY created_at, token_id", args)]
+        return [TokenInfo(*row) for row in self._read(sql + " ORDER BY created_at, token_id", args)]

@@ -91,9 +91,7 @@ class PromptSources:
         index = self.search.meeting_index(meeting_id, tenant=tenant)
         with index.lock:
             speakers = tuple(sorted({s for s in index.speakers if s}))
-        langs = tuple(r[0] for r in self.log.read(
-            "SELECT DISTINCT lang FROM segments WHERE tenant = ? AND meeting_id = ? AND lang IS NOT NULL "
-            "ORDER BY lang", (tenant, meeting_id)))
+        langs = self.log.languages(meeting_id, tenant=tenant)
         if digest is None:
             return MeetingContext(meeting_id, speakers, langs)
         glossary = tuple(i.text for i in digest.ledger if i.kind == "glossary" and i.status == "current")

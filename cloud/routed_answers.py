@@ -89,9 +89,7 @@ class RoutedAnswers:
         _, end = self.log.meeting_stats(meeting_id, tenant=tenant)
         joined = None
         if device_id:
-            rows = self.log.read("SELECT MIN(start) FROM segments WHERE tenant = ? AND meeting_id = ? "
-                                 "AND device_id = ?", (tenant, meeting_id, device_id))
-            joined = float(rows[0][0]) if rows and rows[0][0] is not None else None
+            joined = self.log.device_first_start(meeting_id, device_id, tenant=tenant)
         return MeetingClock(end=end, started_at=meeting_wall_start(self.log, meeting_id, tenant=tenant),
                             joined_at=joined)
 

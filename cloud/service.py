@@ -377,7 +377,8 @@ class MeetingService:
         tombstone, shas = self.log.delete_meeting(meeting_id, tenant=tenant, reason=reason, key=self.receipt_key)
         key = (tenant, meeting_id)
         try:
-            AudioStore(self.log).remove_files(meeting_id, shas, tenant=tenant)
+            if shas:  # audio is kept beside the SQLite store only
+                AudioStore(self.log).remove_files(meeting_id, shas, tenant=tenant)
         except Exception:  # the rows are gone for good; a file left behind is logged, not a failed deletion
             log.exception("removing the audio files of deleted meeting %r of tenant %r failed", meeting_id, tenant)
         with self._activity_lock:

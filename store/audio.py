@@ -142,6 +142,9 @@ class AudioStore:
     """
 
     def __init__(self, log: TranscriptLog, folder: str | Path | None = None, *, default_keep: bool = False) -> None:
+        if getattr(log, "backend", "sqlite") != "sqlite":
+            raise StoreError("audio is kept beside the SQLite store only: the PostgreSQL store does not keep audio "
+                             "yet (the transcript, search, summaries and the ledger work)")
         self.log = log
         self.folder = Path(folder) if folder is not None else log.path.with_name(log.path.name + ".audio")
         self.default_keep = default_keep

@@ -158,3 +158,12 @@ def _item_row(item: LedgerItem) -> dict[str, Any]:
 
 def _item(row: dict[str, Any]) -> LedgerItem:
     return LedgerItem(source=_source(row["source"]), **{name: row[name] for name in _ITEM_FIELDS if name in row})
+
+
+def derived_store_for(log: Any) -> Any:
+    """The digest store of the log's database: this module's for SQLite, store/pg/derived.py's for PostgreSQL."""
+    if getattr(log, "backend", "sqlite") == "postgres":
+        from .pg.derived import PgDerivedStore
+
+        return PgDerivedStore(log)
+    return DerivedStore(log)

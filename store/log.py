@@ -73,6 +73,8 @@ class TranscriptLog:
         clock: the arrival time stamped on each batch (UTC, ISO 8601); the wall clock by default.
     """
 
+    backend = "sqlite"
+
     def __init__(self, path: str | Path, *, max_bytes: int | None = None,
                  clock: Callable[[], str] | None = None) -> None:
         self.path = Path(path)
@@ -407,6 +409,17 @@ class TranscriptLog:
 
     def count(self) -> int:
         return self.read("SELECT COUNT(*) FROM segments")[0][0]
+
+    def languages(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[str, ...]:
+        """The languages the meeting's segments are tagged with, sorted."""
+        return tuple(r[0] for r in self.read("SELECT DISTINCT lang FROM segments WHERE tenant = ? AND meeting_id = ? "
+                                             "AND lang IS NOT NULL ORDER BY lang", (tenant, meeting_id)))
+
+    def device_first_start(self, meeting_id: str, device_id: str, *, tenant: str = DEFAULT_TENANT) -> float | None:
+        """Where a device's first segment of the meeting starts (None: it sent none)."""
+        rows = self.read("SELECT MIN(start) FROM segments WHERE tenant = ? AND meeting_id = ? AND device_id = ?",
+                         (tenant, meeting_id, device_id))
+        return float(rows[0][0]) if rows and rows[0][0] is not None else None
 
     # -- meeting life -----------------------------------------------------------------------------------
     def close_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "closed") -> Closure:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from meetmem.store.derived import DerivedStore
+from meetmem.store.derived import DerivedStore, derived_store_for
 from meetmem.store.log import DEFAULT_TENANT, TranscriptLog
 from meetmem.store.records import LedgerItem, MeetingDigest, Section, SectionSummary, Segment
 
@@ -82,7 +82,7 @@ class MeetingDigester:
         self.log = log
         self.search = search
         self.summarizer = summarizer
-        self.store = store or DerivedStore(log)
+        self.store = store or derived_store_for(log)
         self.extract_ledger = extract_ledger
         self.options = options or DigestOptions()
         self._live: dict[tuple[str, str], _LiveState] = {}
@@ -245,12 +245,11 @@ def meeting_wall_start(log: TranscriptLog, meeting_id: str, *, tenant: str = DEF
     started = meta.start_datetime()
     if started is not None:
         return started
-    rows = log.read("SELECT device_id, start, received_at FROM segments WHERE tenant = ? AND meeting_id = ? "
-                    "ORDER BY chain_pos LIMIT 1", (tenant, meeting_id))
-    if not rows or str(rows[0][0]).startswith(FILE_DEVICE_PREFIX) or not rows[0][2]:
+    first = next(iter(log.chain(meeting_id, tenant=tenant, limit=1)), None)
+    if first is None or first.device_id.startswith(FILE_DEVICE_PREFIX) or not first.received_at:
         return None
     try:
-        arrived = dt.datetime.fromisoformat(str(rows[0][2]))
+        arrived = dt.datetime.fromisoformat(first.received_at)
     except ValueError:
         return None
-    return arrived - dt.timedelta(seconds=float(rows[0][1]))
+    return arrived - dt.timedelta(seconds=float(first.start))

@@ -211,9 +211,10 @@ class ServeProcess:
     comes back). Output goes to a file: a pipe nobody reads would block the server once its buffer filled."""
 
     def __init__(self, cli_command: list[str], db: Path, port: int | None = None, *, embedder: str = "minilm",
-                 voice_model: str = "none") -> None:
+                 voice_model: str = "none", database_url: str | None = None) -> None:
         self.cli_command = cli_command
         self.db = db
+        self.database_url = database_url
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.embedder = embedder
@@ -226,6 +227,9 @@ class ServeProcess:
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
                    MEETMEM_EMBEDDER=self.embedder, MEETMEM_CLOSE_AFTER_SILENCE="0",
                    MEETMEM_VOICE_MODEL=self.voice_model)
+        env.pop("MEETMEM_DATABASE_URL", None)
+        if self.database_url:
+            env["MEETMEM_DATABASE_URL"] = self.database_url
         self._output = self.log_path.open("ab")
         self.process = subprocess.Popen([*self.cli_command, "serve", "--db", str(self.db), "--port", str(self.port)],
                                         env=env, stdout=self._output, stderr=subprocess.STDOUT)
@@ -307,9 +311,9 @@ def serve_factory(cli_command: list[str], tmp_path: Path) -> Iterator[Callable[.
     made: list[ServeProcess] = []
 
     def make(db: Path | None = None, port: int | None = None, *, embedder: str = "none",
-             voice_model: str = "none") -> ServeProcess:
+             voice_model: str = "none", database_url: str | None = None) -> ServeProcess:
         serve = ServeProcess(cli_command, db or tmp_path / "cloud.db", port, embedder=embedder,
-                             voice_model=voice_model)
+                             voice_model=voice_model, database_url=database_url)
         made.append(serve)
         return serve
 

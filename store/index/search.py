@@ -239,7 +239,14 @@ class TranscriptSearch:
         return self.routes.default if self.routes is not None else None
 
     # -- the vector cache (derived) ---------------------------------------------------------------------
+    @property
+    def _caches_vectors(self) -> bool:
+        # The vector cache is a table beside the SQLite log; on PostgreSQL vectors are recomputed for now.
+        return getattr(self.log, "backend", "sqlite") == "sqlite"
+
     def _ensure_vector_table(self) -> None:
+        if not self._caches_vectors:
+            return
         with self.log.transaction():
             self.log.db.execute(
                 "CREATE TABLE IF NOT EXISTS segment_vectors ("
@@ -259,7 +266,7 @@ class TranscriptSearch:
         # One preallocated array, not a dict of rows and a stack: at 100k segments that is 150 MB less.
         out = np.empty((len(ids), dim), dtype=np.float32)
         filled = np.zeros(len(ids), dtype=bool)
-        for i in range(0, len(ids), 500):
+        for i in range(0, len(ids) if self._caches_vectors else 0, 500):
             chunk = ids[i : i + 500]
             marks = ",".join("?" * len(chunk))
             rows = self.log.read(
@@ -277,19 +284,23 @@ class TranscriptSearch:
                 part = missing[i : i + batch]
                 texts = [embedded_text(s, speaker=self.options.embed_speaker) for s in part]
                 vecs = np.asarray(embedder.encode(texts), dtype=np.float32)
-                with self.log.transaction():
-                    # Only for rows still in the log: a meeting deleted while it was being embedded
-                    # leaves no vectors behind.
-                    self.log.db.conn.executemany(
-                        "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) SELECT ?, ?, ? "
-                        "WHERE EXISTS (SELECT 1 FROM segments WHERE segment_id = ?)",
-                        [(s.segment_id, name, v.tobytes(), s.segment_id) for s, v in zip(part, vecs, strict=True)],
-                    )
+                if self._caches_vectors:
+                    self._cache(name, part, vecs)
                 for s, v in zip(part, vecs, strict=True):
                     out[row_of[s.segment_id]] = v
                 if progress is not None:
                     progress(min(i + batch, len(missing)), len(missing))
         return out
+
+    def _cache(self, name: str, part: Sequence[Segment], vecs: np.ndarray) -> None:
+        with self.log.transaction():
+            # Only for rows still in the log: a meeting deleted while it was being embedded
+            # leaves no vectors behind.
+            self.log.db.conn.executemany(
+                "INSERT OR REPLACE INTO segment_vectors (segment_id, model, vector) SELECT ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM segments WHERE segment_id = ?)",
+                [(s.segment_id, name, v.tobytes(), s.segment_id) for s, v in zip(part, vecs, strict=True)],
+            )
 
     def _new_meeting_index(self) -> MeetingIndex:
         return MeetingIndex(bm25=BM25Index())
@@ -390,8 +401,9 @@ class TranscriptSearch:
         """Forget every derived index and vector and rebuild them from the log; returns segments indexed."""
         with self._lock:
             self._meetings.clear()
-        with self.log.transaction():
-            self.log.db.execute("DELETE FROM segment_vectors")
+        if self._caches_vectors:
+            with self.log.transaction():
+                self.log.db.execute("DELETE FROM segment_vectors")
         total = 0
         for tenant, meeting_id in self.log.meetings():
             total += len(self.meeting_index(meeting_id, tenant=tenant, progress=progress))

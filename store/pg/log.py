@@ -342,6 +342,16 @@ class PgTranscriptLog:
     def count(self) -> int:
         return int(self._rows("SELECT COUNT(*) FROM segments", tenant=ALL_TENANTS)[0][0])
 
+    def languages(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[str, ...]:
+        return tuple(r[0] for r in self._rows(
+            'SELECT DISTINCT lang COLLATE "C" FROM segments WHERE tenant = %s AND meeting_id = %s AND lang IS NOT NULL '
+            'ORDER BY 1', (tenant, meeting_id), tenant=tenant))
+
+    def device_first_start(self, meeting_id: str, device_id: str, *, tenant: str = DEFAULT_TENANT) -> float | None:
+        rows = self._rows("SELECT MIN(start) FROM segments WHERE tenant = %s AND meeting_id = %s AND device_id = %s",
+                          (tenant, meeting_id, device_id), tenant=tenant)
+        return float(rows[0][0]) if rows and rows[0][0] is not None else None
+
     # -- meeting life -----------------------------------------------------------------------------------
     def close_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "closed") -> Closure:
         """Record that a meeting ended; closing a closed meeting is a no-op."""

@@ -1,5 +1,9 @@
 """Fixtures for the cloud service: the app on a real SQLite file under a TestClient. (`meetmem serve` as a
-real uvicorn server on a loopback port is the `server` fixture of tests/conftest.py, shared with the edge.)"""
+real uvicorn server on a loopback port is the `server` fixture of tests/conftest.py, shared with the edge.)
+
+A test module that sets `BACKENDS = ("sqlite", "postgres")` runs each of its tests on both stores: the app
+then keeps its log, tokens and digests in a fresh PostgreSQL database (`MEETMEM_DATABASE_URL`).
+"""
 
 from __future__ import annotations
 
@@ -33,13 +37,24 @@ class Api:
         return {"Authorization": f"Bearer {token}"}
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cloud_backend" in metafunc.fixturenames:
+        metafunc.parametrize("cloud_backend", getattr(metafunc.module, "BACKENDS", ("sqlite",)), indirect=True)
+
+
 @pytest.fixture
-def make_api(tmp_path: Path, embedder: Any) -> Iterator[Callable[..., Api]]:
+def cloud_backend(request: pytest.FixtureRequest) -> str | None:
+    """None for the SQLite file, else the URL of a fresh PostgreSQL database."""
+    return request.getfixturevalue("pg_url") if request.param == "postgres" else None
+
+
+@pytest.fixture
+def make_api(tmp_path: Path, embedder: Any, cloud_backend: str | None) -> Iterator[Callable[..., Api]]:
     """Build an app on `tmp_path` (the real MiniLM model unless `embedders=None`) and start it."""
     opened: list[TestClient] = []
 
     def build(*, embedders: Any = "minilm", db: Path | None = None, **overrides: Any) -> Api:
-        defaults = {"close_after_silence": 0, "voice_model": "none"}
+        defaults = {"close_after_silence": 0, "voice_model": "none", "database_url": cloud_backend}
         settings = Settings(db=db or tmp_path / "cloud.db", **{**defaults, **overrides})
         routes = EmbedderRoutes(embedder) if embedders == "minilm" else embedders
         client = TestClient(create_app(settings, embedders=routes))

@@ -6,6 +6,9 @@ from typing import Any
 
 import pytest
 
+#: Every test here runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
+BACKENDS = ("sqlite", "postgres")
+
 Api = Any  # tests/cloud/conftest.py: a TestClient on a fresh app, with token helpers
 
 SEGMENTS = {"device_id": "g1", "segments": [
@@ -56,7 +59,7 @@ def test_a_revoked_token_stops_working_at_once(api: Api) -> None:
 
 def test_tokens_are_stored_only_as_hashes(api: Api) -> None:
     token = api.token("acme")
-    rows = api.service.log.read("SELECT * FROM api_tokens")
+    rows = api.tokens._read("SELECT * FROM api_tokens")
     assert rows and not any(token in str(value) or token.split("_")[2] in str(value) for row in rows for value in row)
 
 

@@ -14,6 +14,9 @@ from meetmem.store.records import SegmentInput
 from meetmem.summarizers.digest import MeetingDigester
 from meetmem.summarizers.extractive import ExtractiveSummarizer
 
+#: Every test here runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
+BACKENDS = ("sqlite", "postgres")
+
 Api = Any  # tests/cloud/conftest.py: a TestClient on a fresh app, with token helpers
 
 MEETING = "design-review"

@@ -10,6 +10,9 @@ import pytest
 
 from meetmem.store.records import SegmentInput
 
+#: Every test here runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
+BACKENDS = ("sqlite", "postgres")
+
 Api = Any  # tests/cloud/conftest.py: a TestClient on a fresh app, with token helpers
 
 MEETING = "launch-review"

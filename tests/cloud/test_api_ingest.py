@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
-from meetmem.store.log import TranscriptLog
+from meetmem.store.backends import open_log
+
+#: Every test here runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
+BACKENDS = ("sqlite", "postgres")
 
 Api = Any  # tests/cloud/conftest.py: a TestClient on a fresh app, with token helpers
 
@@ -82,7 +85,8 @@ def test_acknowledged_segments_are_searchable_at_once_and_indexed_in_the_backgro
 
 
 def _stored(api: Api) -> int:
-    with TranscriptLog(api.settings.db) as log:
+    """What a connection of its own sees committed (the SQLite file, or the PostgreSQL database)."""
+    with open_log(api.settings.database_url or api.settings.db, upgrade=False) as log:
         return log.count()
 
 

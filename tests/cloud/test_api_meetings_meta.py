@@ -6,6 +6,9 @@ from typing import Any
 
 import pytest
 
+#: Every test here runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
+BACKENDS = ("sqlite", "postgres")
+
 Api = Any  # tests/cloud/conftest.py
 
 LINES = [

@@ -27,8 +27,9 @@ branch_labels = None
 depends_on = None
 
 APP_ROLE = "meetmem_app"
+DERIVED_TABLES = ("summary_sections", "meeting_digests", "ledger_items")
 TENANT_TABLES = ("meetings", "segments", "meeting_closures", "meeting_heads", "meeting_deletions",
-                 "retention_policy")
+                 "retention_policy", *DERIVED_TABLES)
 
 _TENANT = "current_setting('app.tenant', true)"
 
@@ -69,6 +70,24 @@ STATEMENTS = [
         PRIMARY KEY (tenant, meeting_id))""",
     """CREATE TABLE retention_policy (
         tenant text PRIMARY KEY, days integer NOT NULL CHECK (days >= 0), set_at text NOT NULL)""",
+    # -- beside the log: API tokens, and the derived digests (rebuilt from the log at will) ---------------
+    # Tokens are found by their hash before the tenant is known, so they carry no row security: the hash is
+    # the credential, and the service's role may add tokens and revoke them, never change or remove one.
+    """CREATE TABLE api_tokens (
+        token_id text PRIMARY KEY, token_hash text NOT NULL UNIQUE, tenant text NOT NULL, created_at text NOT NULL,
+        revoked_at text, label text, expires_at text)""",
+    """CREATE TABLE summary_sections (
+        tenant text NOT NULL, meeting_id text NOT NULL, section_key text NOT NULL, idx integer NOT NULL,
+        start double precision NOT NULL, "end" double precision NOT NULL, closed_by text NOT NULL,
+        segment_ids text NOT NULL, backend text NOT NULL, lines text NOT NULL, note text,
+        PRIMARY KEY (tenant, meeting_id, section_key))""",
+    """CREATE TABLE meeting_digests (
+        tenant text NOT NULL, meeting_id text NOT NULL, through_pos bigint NOT NULL, final integer NOT NULL,
+        open_from double precision, l2 text NOT NULL, l2_backend text NOT NULL, l2_note text, made_at text NOT NULL,
+        ledger_notes text NOT NULL DEFAULT '[]', PRIMARY KEY (tenant, meeting_id))""",
+    """CREATE TABLE ledger_items (
+        tenant text NOT NULL, meeting_id text NOT NULL, ord integer NOT NULL, item_id text NOT NULL,
+        kind text NOT NULL, item text NOT NULL, PRIMARY KEY (tenant, meeting_id, ord))""",
     # -- triggers: the database refuses to change history, whoever asks ---------------------------------
     """CREATE FUNCTION meetmem_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
@@ -188,6 +207,9 @@ STATEMENTS = [
     f"GRANT UPDATE (head_pos, head_hash) ON meeting_heads TO {APP_ROLE}",
     f"GRANT SELECT ON meeting_deletions TO {APP_ROLE}",
     f"GRANT SELECT, INSERT, UPDATE, DELETE ON retention_policy TO {APP_ROLE}",
+    f"GRANT SELECT, INSERT ON api_tokens TO {APP_ROLE}",
+    f"GRANT UPDATE (revoked_at) ON api_tokens TO {APP_ROLE}",
+    *[f"GRANT SELECT, INSERT, DELETE ON {t} TO {APP_ROLE}" for t in DERIVED_TABLES],
     # -- row-level security: a session reads and writes its own tenant's rows only -------------------------
     *[stmt for t in TENANT_TABLES for stmt in (
         f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY",
