@@ -46,11 +46,23 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
     settings = ctx.settings
     routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads)
     options = WorkerOptions(concurrency=args.concurrency, heartbeat=args.heartbeat, stalled_after=args.stalled_after)
-    work = JobWork(url, routes)
+    from meetmem.store.backends import open_log
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.summarizers.backends import make_digest_parts
+    from meetmem.summarizers.digest import MeetingDigester
+
+    transcript_log = open_log(url, upgrade=False)
+    summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url, llm_model=settings.llm_model,
+                                           llm_api_key=settings.llm_api_key, llm_timeout=settings.llm_timeout,
+                                           llm_system_role=settings.llm_system_role)
+    digester = MeetingDigester(transcript_log, TranscriptSearch(transcript_log, routes), summarizer,
+                               extract_ledger=ledger)
+    work = JobWork(url, routes, digester=lambda tenant, meeting_id: digester.update(meeting_id, tenant=tenant))
     try:
         run_worker(url, work, options)
     finally:
         work.close()
+        transcript_log.close()
     return 0
 
 

@@ -52,11 +52,11 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, proc: sub
         time.sleep(0.2)
 
 
-def start_worker(cli_command: list[str], url: str, tmp_path, name: str) -> subprocess.Popen:
+def start_worker(cli_command: list[str], url: str, tmp_path, name: str, embedder: str = "minilm") -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MEETMEM_THREADS": "1"}
     with open(tmp_path / f"{name}.log", "w") as log:  # the child keeps its own copy of the handle
         return subprocess.Popen(
-            [*cli_command, "worker", "--database", url, "--embedder", "minilm", "--db",
+            [*cli_command, "worker", "--database", url, "--embedder", embedder, "--db",
              str(tmp_path / "unused.db"), "--heartbeat", "1", "--stalled-after", "4", "-v"],
             stdout=subprocess.DEVNULL, stderr=log, env=env)
 
@@ -137,3 +137,34 @@ def test_a_worker_killed_mid_job_leaves_it_to_another_which_finishes_it_once(pg_
     for speaker, text, vector in rows:
         want = embedder.encode([f"{speaker}: {text}"])[0]
         assert float(np.dot(vector.to_numpy(), want)) > 0.999
+
+
+def test_a_worker_makes_the_digest_a_job_asks_for(pg_url: str, cli_command, tmp_path) -> None:
+    from meetmem.cloud.jobs import DIGEST_TASK, JobQueue
+    from meetmem.store.pg.derived import PgDerivedStore
+    from meetmem.store.pg.log import PgTranscriptLog
+    from meetmem.store.records import SegmentInput
+
+    log = PgTranscriptLog(pg_url)
+    try:
+        texts = ["Let's decide the casing.", "We decided the casing will be aluminium.",
+                 "Bo will send the revised quote by Friday.", "The tooling quote was 4,250 euros."]
+        log.append(MEETING, "dev", [SegmentInput(seq=i, start=5.0 * i, end=5.0 * i + 4, text=t, speaker="Ana")
+                                    for i, t in enumerate(texts)], tenant=TENANT)
+        queue = JobQueue(pg_url)
+        try:
+            assert queue.digest(TENANT, MEETING)
+        finally:
+            queue.close()
+        worker = start_worker(cli_command, pg_url, tmp_path, "digest", embedder="none")
+        done = "SELECT count(*) FROM procrastinate_jobs WHERE task_name = %s AND status = 'succeeded'"
+        try:
+            wait_for(lambda: count(pg_url, done, (DIGEST_TASK,)) == 1, 120, "the digest job", worker)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=30)
+        digest = PgDerivedStore(log).load(TENANT, MEETING)
+        assert digest is not None and digest.through_pos == log.last_chain_pos(MEETING, tenant=TENANT)
+        assert any("aluminium" in item.text for item in digest.ledger if item.kind == "decision")
+    finally:
+        log.close()
