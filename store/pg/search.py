@@ -173,10 +173,12 @@ class PgSearch:
             superseded = [s.supersedes for s in segments if s.supersedes and s.tenant == tenant]
             with self._session(tenant) as conn:
                 cur = conn.cursor()
+                # Only for segments still in the log: a meeting deleted while it was being indexed leaves no rows.
                 cur.executemany(
                     "INSERT INTO segment_search (segment_id, tenant, meeting_id, doc, start_s, end_s, speaker, "
-                    "lexed, fts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) "
-                    "ON CONFLICT (segment_id) DO NOTHING", mine)
+                    "lexed, fts) SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector "
+                    "WHERE EXISTS (SELECT 1 FROM segments WHERE segment_id = %s) "
+                    "ON CONFLICT (segment_id) DO NOTHING", [(*row, row[0]) for row in mine])
                 added += max(cur.rowcount, 0)  # psycopg sums executemany's rows
                 if superseded:
                     cur.execute("UPDATE segment_search SET live = false WHERE segment_id = ANY(%s)", (superseded,))

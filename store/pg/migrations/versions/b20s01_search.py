@@ -50,11 +50,17 @@ SEARCH_TABLE = [
     "WHERE model = 'minilm+speaker'",
 ]
 
-#: Ties to the log: a row exists only for a stored segment and goes with it (a deleted meeting's rows, a row
-#: written by an embedding job racing the deletion); the service's role and row-level security per tenant.
+#: Ties to the log: a row goes with its segment (the one way segments leave is a meeting's deletion), the
+#: service's role, and row-level security per tenant. Not a foreign key: one on `segments` would make a
+#: TRUNCATE of the log fail with "referenced in a foreign key" before the log's own trigger refuses it by name.
 LOG_LINKS = [
-    "ALTER TABLE segment_search ADD CONSTRAINT segment_search_segment FOREIGN KEY (segment_id) "
-    "REFERENCES segments (segment_id) ON DELETE CASCADE",
+    """CREATE FUNCTION meetmem_segment_search_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          DELETE FROM segment_search WHERE segment_id IN (SELECT segment_id FROM gone);
+          RETURN NULL;
+        END $$""",
+    "CREATE TRIGGER segments_take_search_rows AFTER DELETE ON segments REFERENCING OLD TABLE AS gone "
+    "FOR EACH STATEMENT EXECUTE FUNCTION meetmem_segment_search_follow()",
     f"GRANT SELECT, INSERT, UPDATE, DELETE ON segment_search TO {APP_ROLE}",
     "ALTER TABLE segment_search ENABLE ROW LEVEL SECURITY",
     "ALTER TABLE segment_search FORCE ROW LEVEL SECURITY",
@@ -65,6 +71,8 @@ LOG_LINKS = [
 UPGRADE = SEARCH_TABLE + LOG_LINKS
 
 DOWNGRADE = [
+    "DROP TRIGGER IF EXISTS segments_take_search_rows ON segments",
+    "DROP FUNCTION IF EXISTS meetmem_segment_search_follow()",
     "DROP TABLE IF EXISTS segment_search",
 ]
 

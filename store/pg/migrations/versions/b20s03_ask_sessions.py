@@ -27,10 +27,17 @@ UPGRADE = [
         answer text NOT NULL,
         evidence jsonb NOT NULL DEFAULT '[]',
         asked_at timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (tenant, meeting_id, session_id, round),
-        FOREIGN KEY (tenant, meeting_id) REFERENCES meetings (tenant, meeting_id) ON DELETE CASCADE
+        PRIMARY KEY (tenant, meeting_id, session_id, round)
     )
     """,
+    # Rounds go with their meeting (not a foreign key: see b20s01_search on TRUNCATE).
+    """CREATE FUNCTION meetmem_ask_turns_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          DELETE FROM ask_turns a USING gone g WHERE a.tenant = g.tenant AND a.meeting_id = g.meeting_id;
+          RETURN NULL;
+        END $$""",
+    "CREATE TRIGGER meetings_take_ask_turns AFTER DELETE ON meetings REFERENCING OLD TABLE AS gone "
+    "FOR EACH STATEMENT EXECUTE FUNCTION meetmem_ask_turns_follow()",
     f"GRANT SELECT, INSERT, DELETE ON ask_turns TO {APP_ROLE}",
     "ALTER TABLE ask_turns ENABLE ROW LEVEL SECURITY",
     "ALTER TABLE ask_turns FORCE ROW LEVEL SECURITY",
@@ -45,4 +52,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("DROP TRIGGER IF EXISTS meetings_take_ask_turns ON meetings")
+    op.execute("DROP FUNCTION IF EXISTS meetmem_ask_turns_follow()")
     op.execute("DROP TABLE IF EXISTS ask_turns")
