@@ -33,7 +33,7 @@ import numpy as np
 
 from ..index.bm25 import BM25Index
 from ..index.errors import SearchError
-from ..index.fusion import adaptive_weights, fuse, with_neighbours
+from ..index.fusion import adaptive_weights, coverage, fuse, with_neighbours
 from ..index.search import EmbedderRoutes, SearchFilters, SearchOptions, embedded_text, vector_key
 from ..index.tokenize import MeetingTokenizer
 from ..records import Segment
@@ -281,8 +281,6 @@ class PgSearch:
             with state.lock:
                 mask = self._allowed(conn, state, tenant, meeting_id, where, params)
                 hits = state.bm25.top(terms, pool, mask)
-                from ..index.fusion import coverage
-
                 cov = coverage(state.bm25, terms, [d for d, _ in hits[:3]])
                 return [(state.docs[d], s) for d, s in hits], cov
         rank = "ts_rank_cd" if keyword == "fts_cd" else "ts_rank"
