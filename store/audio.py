@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .errors import InvalidSegment, SequenceError, StoreError
 from .log import DEFAULT_TENANT, TranscriptLog
@@ -303,3 +304,49 @@ class AudioStore:
                 path.unlink(missing_ok=True)
                 removed += 1
         return removed
+
+
+class NoAudioStore:
+    """The audio side of a store that keeps no audio (PostgreSQL, for now): nothing is kept, every upload
+    is refused as a policy that does not keep audio would refuse it, and asking to keep audio says why not.
+
+    So the audio routes answer as they do for a meeting without audio (404, 403, 422), never a 5xx.
+    """
+
+    REASON = "the PostgreSQL store does not keep audio yet (keep it with the SQLite store: --db)"
+
+    def __init__(self, log: Any, *, default_keep: bool = False) -> None:
+        self.log = log
+
+    def set_policy(self, keep: bool, *, tenant: str = DEFAULT_TENANT, meeting_id: str | None = None) -> None:
+        if keep:
+            raise InvalidSegment(f"audio cannot be kept: {self.REASON}")
+
+    def keeps(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[bool, str]:
+        return False, "service"
+
+    def add(self, *args: Any, **kwargs: Any) -> tuple[AudioChunk, bool]:
+        raise InvalidSegment(f"audio cannot be kept: {self.REASON}")
+
+    def get(self, meeting_id: str, device_id: str, chunk_seq: int, *,
+            tenant: str = DEFAULT_TENANT) -> AudioChunk | None:
+        return None
+
+    def chunks(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[AudioChunk]:
+        return []
+
+    def rendered_folder(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Path:
+        raise InvalidSegment(f"no audio: {self.REASON}")
+
+    def delete(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
+        return 0
+
+    def remove_files(self, meeting_id: str, shas: Iterable[str], *, tenant: str = DEFAULT_TENANT) -> int:
+        return 0
+
+
+def audio_store_for(log: Any, *, default_keep: bool = False) -> AudioStore | NoAudioStore:
+    """The audio store of the log's database: files beside the SQLite file, or none with PostgreSQL."""
+    if getattr(log, "backend", "sqlite") != "sqlite":
+        return NoAudioStore(log, default_keep=default_keep)
+    return AudioStore(log, default_keep=default_keep)

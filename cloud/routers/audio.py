@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, Field, StrictBool
 
-from meetmem.store.audio import OGG_MEDIA_TYPE, AudioStore, InvalidAudio
+from meetmem.store.audio import OGG_MEDIA_TYPE, AudioStore, InvalidAudio, audio_store_for
 from meetmem.store.errors import InvalidSegment
 
 from ..ranges import file_response
@@ -34,7 +34,7 @@ def get_audio(request: Request, service: Service) -> AudioStore:
             store = getattr(request.app.state, "audio", None)
             if store is None:
                 settings = request.app.state.settings
-                store = AudioStore(service.log, default_keep=settings.audio_upload)
+                store = audio_store_for(service.log, default_keep=settings.audio_upload)
                 request.app.state.audio = store
     return store
 

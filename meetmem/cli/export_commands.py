@@ -62,9 +62,9 @@ def ogg_audio(path: Path, *, quiet: bool = False) -> bytes:
 def attach_audio(meeting_id: str, data: bytes, path: str, ctx: CommandContext) -> dict[str, object]:
     """Keep `data` (Ogg, from `ogg_audio(path)`) as the meeting's audio from the meeting's start (the CLI's
     `ingest --audio`)."""
-    from meetmem.store.audio import AudioStore
+    from meetmem.store.audio import audio_store_for
 
-    store = AudioStore(ctx.log)
+    store = audio_store_for(ctx.log)
     existing = store.get(meeting_id, FILE_AUDIO_DEVICE, 0, tenant=ctx.tenant)
     if existing is not None and existing.sha256 != hashlib.sha256(data).hexdigest():
         raise InvalidSegment(f"meeting {meeting_id!r} already has other audio; remove it first with "
@@ -78,9 +78,9 @@ def attach_audio(meeting_id: str, data: bytes, path: str, ctx: CommandContext) -
 
 
 def cmd_audio_delete(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from meetmem.store.audio import AudioStore
+    from meetmem.store.audio import audio_store_for
 
-    removed = AudioStore(ctx.log).delete(args.meeting_id, tenant=ctx.tenant)
+    removed = audio_store_for(ctx.log).delete(args.meeting_id, tenant=ctx.tenant)
     if args.json:
         emit_json({"meeting_id": args.meeting_id, "deleted_chunks": removed})
     else:

@@ -103,6 +103,10 @@ class PgTranscriptLog:
             row = conn.execute("SELECT version_num FROM alembic_version").fetchone() if known else None
         current, head = (row[0] if row else None), migrate.head_revision()
         if current != head:
+            self.close()  # the connection it checked with goes, not left for the garbage collector
+            if current is not None and current not in migrate.known_revisions():
+                raise StoreError(f"the database {self.path} is at schema revision {current}, this meetmem needs "
+                                 f"{head}: a newer meetmem upgraded it; run that version (or newer)")
             raise StoreError(f"the database {self.path} is at schema revision {current or 'none'}, this meetmem "
                              f"needs {head}: run `meetmem db upgrade --database URL` as the database owner")
 

@@ -21,25 +21,33 @@ def sqlalchemy_url(url: str) -> str:
     return f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else url
 
 
-def _config(url: str):  # noqa: ANN202 - alembic.config.Config
+def _config(url: str, migrations: Path = MIGRATIONS):  # noqa: ANN202 - alembic.config.Config
     try:
         from alembic.config import Config
     except ImportError as exc:  # pragma: no cover - the extra is installed in tests
         raise StoreError(f"schema migrations need Alembic: {EXTRA_HINT}") from exc
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("script_location", str(migrations))
     # ConfigParser interpolation: a literal % in a password must be doubled.
     config.set_main_option("sqlalchemy.url", sqlalchemy_url(url).replace("%", "%%"))
     return config
 
 
-def head_revision() -> str:
+def head_revision(migrations: Path = MIGRATIONS) -> str:
     """The newest revision this code knows."""
     from alembic.script import ScriptDirectory
 
-    head = ScriptDirectory.from_config(_config("postgresql://localhost/none")).get_current_head()
+    head = ScriptDirectory.from_config(_config("postgresql://localhost/none", migrations)).get_current_head()
     assert head is not None
     return head
+
+
+def known_revisions(migrations: Path = MIGRATIONS) -> set[str]:
+    """Every revision this code knows (a database at another one was made by a newer meetmem)."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_config("postgresql://localhost/none", migrations))
+    return {r.revision for r in script.walk_revisions()}
 
 
 def current_revision(url: str) -> str | None:
@@ -56,8 +64,10 @@ def current_revision(url: str) -> str | None:
         raise StoreError(f"cannot read the schema version of {redact(url)}: {exc}") from exc
 
 
-def upgrade(url: str, revision: str = "head") -> tuple[str | None, str]:
+def upgrade(url: str, revision: str = "head", *, migrations: Path = MIGRATIONS) -> tuple[str | None, str]:
     """Bring the database to `revision` (the newest by default), in place.
+
+    `migrations` is the revisions' folder (this package's; a test points it at a copy with one more).
 
     Returns:
         the revision before and after.
@@ -70,7 +80,7 @@ def upgrade(url: str, revision: str = "head") -> tuple[str | None, str]:
 
     before = current_revision(url)
     try:
-        command.upgrade(_config(url), revision)
+        command.upgrade(_config(url, migrations), revision)
     except SQLAlchemyError as exc:
         raise StoreError(f"migrating {redact(url)} failed (the failing revision was rolled back): "
                          f"{getattr(exc, 'orig', exc)}") from exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,43 @@ def test_migrate_refuses_a_missing_source_and_a_clashing_target(meetmem_cli, emp
     clash = meetmem_cli("migrate", "--from", str(two), "--to", empty_pg, db=None)
     assert clash.returncode == 1 and "already holds meeting 'm'" in clash.stderr
     assert meetmem_cli("verify", "m", "--database", empty_pg, "--json", db=None).json()["checked"] == len(lines)
+
+
+def test_the_everyday_commands_on_postgres(meetmem_cli, pg_url: str, tmp_path: Path,
+                                           sample_meeting_path: Path) -> None:
+    """--database: the same commands and answers as on the SQLite file, through to a verified deletion."""
+    db = tmp_path / "home.db"  # the receipt key lives beside it
+    db_args = ["--database", pg_url]
+    answers = {}
+    for where in (["--database", pg_url], []):
+        def run(*args: str, where: list[str] = where) -> Any:
+            result = meetmem_cli(*args, *where, db=db if not where else tmp_path / "unused.db")
+            assert result.returncode == 0, (args, result.stderr)
+            return result
+
+        run("ingest", "demo", str(sample_meeting_path), "--title", "Launch", "--json")
+        answers[bool(where)] = (
+            run("ask", "demo", "what is the launch price?", "--json").json()["answer"],
+            [d["text"] for d in run("ledger", "demo", "--json").json()["decisions"]],
+            run("segments", "demo", "--json").stdout,
+            run("verify", "demo", "--json").json()["head_pos"],
+        )
+    assert answers[True] == answers[False]
+    deleted = meetmem_cli("delete", "demo", "--yes", "--json", *db_args, db=db)
+    assert deleted.returncode == 0, deleted.stderr
+    verified = meetmem_cli("verify", "demo", "--json", *db_args, db=db)
+    assert verified.returncode == 0 and verified.json()["deleted"]["segments"] == deleted.json()["segments"]
+    gone = meetmem_cli("segments", "demo", *db_args, db=db)
+    assert gone.returncode == 1 and "deleted at" in gone.stderr
+
+
+def test_migrate_back_from_postgres_to_a_sqlite_file(meetmem_cli, pg_url: str, tmp_path: Path,
+                                                     sample_meeting_path: Path) -> None:
+    db = tmp_path / "home.db"
+    assert meetmem_cli("ingest", "m", str(sample_meeting_path), "--database", pg_url, db=db).returncode == 0
+    back = tmp_path / "back.db"
+    moved = meetmem_cli("migrate", "--from", pg_url, "--to", f"sqlite:///{back}", "--json", db=None)
+    assert moved.returncode == 0, moved.stderr
+    assert (moved.json()["copied"], moved.json()["segments"]) == (1, len(sample_meeting_path.read_text().splitlines()))
+    assert meetmem_cli("verify", "m", "--json", db=back).json() == \
+        meetmem_cli("verify", "m", "--json", "--database", pg_url, db=db).json()

@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+#: Every test here runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
+BACKENDS = ("sqlite", "postgres")
+
 Api = Any  # tests/cloud/conftest.py: a TestClient on a fresh app, with token helpers
 
 SEGMENT = {"seq": 0, "start": 0.0, "end": 2.0, "text": "we ship on March 3rd"}

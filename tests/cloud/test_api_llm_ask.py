@@ -18,6 +18,9 @@ from meetmem.store.records import SegmentInput
 from meetmem.summarizers.errors import SummarizerError
 from meetmem.summarizers.fake_chat import ScriptedChatServer
 
+#: Every test here runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
+BACKENDS = ("sqlite", "postgres")
+
 Api = Any  # tests/cloud/conftest.py
 
 MEETING = "launch"

@@ -32,16 +32,27 @@ def _schemathesis() -> str:
     return str(found) if found.is_file() else (shutil.which("schemathesis") or "schemathesis")
 
 
+#: The contract holds on both stores (tests/cloud/conftest.py): the fuzzer runs against each.
+BACKENDS = ("sqlite", "postgres")
+
+
 @pytest.fixture
-def server(serve_factory: Callable[..., Any], token_maker: Callable[[Path, str], str],
-           monkeypatch: pytest.MonkeyPatch) -> Any:
+def server(serve_factory: Callable[..., Any], meetmem_cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch,
+           cloud_backend: str | None) -> Any:
     """The service as deployed: the dense model and a recogniser for spoken questions (tiny.en, the faster).
     The per-token rate limit is off: the fuzzer's one token would spend its run on 429s (tests/cloud/test_limits.py
     covers the limit)."""
     monkeypatch.setenv("MEETMEM_RATE_LIMIT", "0")
-    serve = serve_factory(embedder="minilm", voice_model="tiny.en")
+    serve = serve_factory(embedder="minilm", voice_model="tiny.en", database_url=cloud_backend)
     serve.start()
-    return SimpleNamespace(url=serve.url, process=serve.process, token=lambda t: token_maker(serve.db, t))
+    where = ["--database", cloud_backend] if cloud_backend else []
+
+    def token(tenant: str) -> str:
+        made = meetmem_cli("token", "create", "--tenant", tenant, *where, db=serve.db)
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip()
+
+    return SimpleNamespace(url=serve.url, process=serve.process, token=token)
 
 
 def test_fuzzing_the_openapi_finds_no_server_error(server: Any, tmp_path: Path) -> None:

@@ -59,3 +59,43 @@ def test_upgrade_records_the_revision_and_is_idempotent(pg_cluster) -> None:
 def test_an_unreachable_database_is_a_clear_error() -> None:
     with pytest.raises(StoreError, match="cannot read the schema version of postgresql://u:\\*\\*\\*@127.0.0.1:9/x"):
         migrate.upgrade("postgresql://u:secret@127.0.0.1:9/x?connect_timeout=3")
+
+
+def test_a_new_revision_upgrades_a_database_in_place_keeping_the_log(pg_url: str, tmp_path: Path) -> None:
+    """The next release's revision (here a copy of the revisions with one more) applied to a database holding
+    meetings: the rows, chains and heads are what they were, the new column is there, the version moved."""
+    import shutil
+
+    from meetmem.store.pg.log import PgTranscriptLog
+    from meetmem.store.records import SegmentInput
+
+    with PgTranscriptLog(pg_url) as log:
+        log.append("m1", "g1", [SegmentInput(seq=i, start=float(i), end=i + 0.5, text=f"line {i}") for i in range(5)])
+        before = (list(log.chain("m1")), log.head("m1"))
+    copy = tmp_path / "migrations"
+    shutil.copytree(migrate.MIGRATIONS, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "versions" / "0002_meeting_location.py").write_text(
+        '"""A later release adds where a meeting took place."""\n'
+        "from alembic import op\n\n"
+        'revision = "0002"\ndown_revision = "0001"\nbranch_labels = None\ndepends_on = None\n\n\n'
+        "def upgrade() -> None:\n"
+        '    op.execute("ALTER TABLE meetings ADD COLUMN location text")\n'
+        '    op.execute("GRANT UPDATE (location) ON meetings TO meetmem_app")\n\n\n'
+        "def downgrade() -> None:\n"
+        '    op.execute("ALTER TABLE meetings DROP COLUMN location")\n')
+    assert migrate.upgrade(pg_url, migrations=copy) == ("0001", "0002")
+    with psycopg.connect(pg_url) as conn:
+        columns = {r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns "
+                                              "WHERE table_name = 'meetings'")}
+    assert "location" in columns
+    # This code knows 0001 only: it refuses a database a newer release has upgraded, naming both.
+    with pytest.raises(StoreError, match="at schema revision 0002, this meetmem needs 0001: a newer meetmem"):
+        PgTranscriptLog(pg_url)
+    # The rows as they were, read as the service would on the new schema.
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("SET ROLE meetmem_app")
+        conn.execute("SELECT set_config('app.tenant', 'local', false)")
+        assert conn.execute("SELECT head_pos, head_hash FROM meeting_heads").fetchone() == before[1]
+        assert [r[0] for r in conn.execute("SELECT hash FROM segments ORDER BY chain_pos")] == \
+            [s.hash for s in before[0]]
+        conn.execute("UPDATE meetings SET location = 'Room 4' WHERE meeting_id = 'm1'")
