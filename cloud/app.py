@@ -91,6 +91,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                                llm_system_role=settings.llm_system_role)
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
         answerer = make_answerer(settings, search, digester.stored, stamp=digester.stamp)
+        shared = _shared_across_processes(settings.database_url, transcript_log)
         service = MeetingService(
             transcript_log,
             search,
@@ -101,6 +102,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             voice=VoiceQuestions(settings.voice_model, threads=settings.threads or 1),
             digester=digester,
             receipt_key=receipts,
+            feed=shared.get("feed"),
+            sessions=shared.get("sessions"),
         )
         app.state.settings = settings
         app.state.tokens = TokenStore(transcript_log)
@@ -114,6 +117,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             close_answerer = getattr(answerer, "close", None)
             if callable(close_answerer):
                 close_answerer()
+            for part in ("feed", "pool"):
+                if part in shared:
+                    shared[part].close()
             transcript_log.close()
 
     from .routers.deps import errors
@@ -258,3 +264,20 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SummarizerError, summarizer_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
+
+
+def _shared_across_processes(database_url: str | None, transcript_log: Any) -> dict[str, Any]:
+    """On PostgreSQL, what every `meetmem serve` process on the database shares: live captions' wake-ups and
+    partials (LISTEN/NOTIFY) and ask sessions (a table); nothing on SQLite, whose one process holds them."""
+    from meetmem.store.pg import is_postgres_url
+
+    if not is_postgres_url(database_url):
+        return {}
+    from meetmem.store.pg.search import connect_pool
+
+    from .live import PgLiveFeed
+    from .sessions import PgSessionStore
+
+    pool = connect_pool(str(database_url), max_size=4)
+    feed = PgLiveFeed(str(database_url))
+    return {"pool": pool, "feed": feed, "sessions": PgSessionStore(pool, transcript_log.get)}

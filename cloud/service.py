@@ -26,7 +26,7 @@ from meetmem.store.tombstones import Tombstone
 
 from .indexer import BackgroundIndexer
 from .live import LiveFeed
-from .sessions import SessionStore
+from .sessions import PgSessionStore, SessionStore
 from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
@@ -90,6 +90,8 @@ class MeetingService:
         voice: the recogniser for spoken questions (none: spoken questions get 503).
         digester: keeps summaries and the ledger (none: overview questions use retrieval alone).
         clock: monotonic seconds (injectable so silence-closing is testable without waiting).
+        feed: the live captions' wake-ups (`PgLiveFeed` across API processes on PostgreSQL; in-process else).
+        sessions: ask sessions (`PgSessionStore` in the database on PostgreSQL; in memory else).
     """
 
     def __init__(
@@ -103,15 +105,18 @@ class MeetingService:
         digester: MeetingDigester | None = None,
         clock: Callable[[], float] = time.monotonic,
         receipt_key: ReceiptKey | None = None,
+        feed: LiveFeed | None = None,
+        sessions: SessionStore | PgSessionStore | None = None,
     ) -> None:
         self.log = log
         self.search = search
         self.answerer = answerer
-        self.sessions = SessionStore()
+        # On PostgreSQL, `PgLiveFeed` and `PgSessionStore`: shared by every API process on the database.
+        self.sessions = sessions if sessions is not None else SessionStore()
         self.options = options or ServiceOptions()
         self.clock = clock
         self.voice = voice or VoiceQuestions("none")
-        self.feed = LiveFeed()
+        self.feed = feed if feed is not None else LiveFeed()
         self.digester = digester
         self.receipt_key = receipt_key
         self._retention = RetentionPolicy(log, default_days=self.options.retention_days)

@@ -230,7 +230,7 @@ class _Scores:
     seconds: float = 0.0
 
 
-def _recall(evidence: Sequence[str], ranked: Sequence[str], k: int) -> tuple[float, float]:
+def evidence_recall(evidence: Sequence[str], ranked: Sequence[str], k: int) -> tuple[float, float]:
     top = set(ranked[:k])
     found = sum(1 for e in evidence if e in top)
     return found / len(evidence), 1.0 if found else 0.0
@@ -239,7 +239,7 @@ def _recall(evidence: Sequence[str], ranked: Sequence[str], k: int) -> tuple[flo
 def _figures(rows: Sequence[tuple[LocomoQuestion, int]], ranked: Sequence[Sequence[str]]) -> dict[str, Any]:
     out: dict[str, Any] = {"n": len(rows)}
     for k in KS:
-        pairs = [_recall(q.evidence, r, k) for (q, _n), r in zip(rows, ranked, strict=True)]
+        pairs = [evidence_recall(q.evidence, r, k) for (q, _n), r in zip(rows, ranked, strict=True)]
         out[f"recall@{k}"] = round(sum(p[0] for p in pairs) / len(pairs), 4) if pairs else None
         out[f"any@{k}"] = round(sum(p[1] for p in pairs) / len(pairs), 4) if pairs else None
     return out

@@ -18,6 +18,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     from meetmem.eval.bench import delete as bench_delete
     from meetmem.eval.bench import edge as bench_edge
     from meetmem.eval.bench import faults as bench_faults
+    from meetmem.eval.bench import pgsearch as bench_pgsearch
     from meetmem.eval.bench import serve as bench_serve
     from meetmem.eval.bench import store as bench_store
     from meetmem.eval.bench import summaries as bench_summaries
@@ -36,3 +37,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_audio.add_parser(bench_sub, common)
     bench_faults.add_parser(bench_sub, common)
     bench_delete.add_parser(bench_sub, common)
+    bench_pgsearch.add_parser(bench_sub, common)

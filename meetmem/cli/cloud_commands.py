@@ -32,6 +32,40 @@ def cmd_serve(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
+def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from meetmem.cloud.jobs import JobWork, WorkerOptions, run_worker
+    from meetmem.store.pg import is_postgres_url
+
+    url = ctx.settings.database_url
+    if not is_postgres_url(url):
+        sys.stderr.write("meetmem worker: the jobs live in PostgreSQL: give --database postgresql://... "
+                         "(or MEETMEM_DATABASE_URL); the SQLite service runs its background work in-process\n")
+        return 2
+    from meetmem.store.index.search import embedder_routes
+
+    settings = ctx.settings
+    routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads)
+    options = WorkerOptions(concurrency=args.concurrency, heartbeat=args.heartbeat, stalled_after=args.stalled_after)
+    from meetmem.store.backends import open_log
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.summarizers.backends import make_digest_parts
+    from meetmem.summarizers.digest import MeetingDigester
+
+    transcript_log = open_log(url, upgrade=False)
+    summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url, llm_model=settings.llm_model,
+                                           llm_api_key=settings.llm_api_key, llm_timeout=settings.llm_timeout,
+                                           llm_system_role=settings.llm_system_role)
+    digester = MeetingDigester(transcript_log, TranscriptSearch(transcript_log, routes), summarizer,
+                               extract_ledger=ledger)
+    work = JobWork(url, routes, digester=lambda tenant, meeting_id: digester.update(meeting_id, tenant=tenant))
+    try:
+        run_worker(url, work, options)
+    finally:
+        work.close()
+        transcript_log.close()
+    return 0
+
+
 def cmd_token_create(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.cloud.auth import TokenStore, parse_expiry
 
@@ -85,6 +119,18 @@ def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1; env MEETMEM_HOST)")
     p.add_argument("--port", type=int, default=None, help="port to listen on (default 8000; env MEETMEM_PORT)")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", parents=[common], help="run background jobs (indexing, embedding, digests) "
+                       "from the PostgreSQL job queue",
+                       description="Run the jobs that `meetmem serve` processes on PostgreSQL defer: a meeting's "
+                       "search rows and embeddings, and its digest. Any number of workers may run, on any machine "
+                       "that reaches the database; a job left by a worker that died is retried by another. Stops "
+                       "on SIGINT or SIGTERM after the job in hand.")
+    p.add_argument("--concurrency", type=int, default=1, help="jobs run at once (default 1)")
+    p.add_argument("--heartbeat", type=float, default=5.0, help="seconds between the worker's heartbeats (default 5)")
+    p.add_argument("--stalled-after", type=float, default=30.0,
+                   help="retry a job whose worker has not beaten for this many seconds (default 30)")
+    p.set_defaults(func=cmd_worker)
 
     token = sub.add_parser("token", help="bearer tokens of the cloud service",
                            description="Make, list and revoke the bearer tokens the service accepts. Only a "

@@ -12,7 +12,7 @@ pytest.importorskip("psycopg")
 
 
 def test_bench_pg_store_prints_its_figures() -> None:
-    result = subprocess.run([sys.executable, "-m", "meetmem.eval.bench_pg_store", "--segments", "120",
+    result = subprocess.run([sys.executable, "-m", "meetmem.eval.bench.pg_store", "--segments", "120",
                              "--meetings", "2", "--batch", "40", "--writers", "2"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr

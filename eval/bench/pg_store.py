@@ -1,6 +1,6 @@
 """The transcript log on PostgreSQL against SQLite: append throughput, verify time, `migrate` time.
 
-    python -m meetmem.eval.bench_pg_store [--segments 10000] [--meetings 4] [--batch 50] [--writers 4]
+    python -m meetmem.eval.bench.pg_store [--segments 10000] [--meetings 4] [--batch 50] [--writers 4]
                                           [--database postgresql://...]
 
 Both logs get the same generated meetings through `append` in batches of `--batch` (what a device's sync
@@ -95,7 +95,7 @@ def _timed_appends(open_log: Any, *, meetings: int, segments: int, batch: int, w
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m meetmem.eval.bench_pg_store", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m meetmem.eval.bench.pg_store", description=__doc__.split("\n")[0])
     parser.add_argument("--segments", type=int, default=10_000, help="segments per meeting (default 10000)")
     parser.add_argument("--meetings", type=int, default=4, help="meetings for the one-writer run (default 4)")
     parser.add_argument("--batch", type=int, default=50, help="segments per append (default 50)")
