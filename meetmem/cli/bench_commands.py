@@ -22,6 +22,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         bench_edge,
         bench_faults,
         bench_serve,
+        bench_speakers,
         bench_store,
         bench_summaries,
         locomo,
@@ -40,3 +41,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_audio.add_parser(bench_sub, common)
     bench_faults.add_parser(bench_sub, common)
     bench_delete.add_parser(bench_sub, common)
+    bench_speakers.add_parser(bench_sub, common)
