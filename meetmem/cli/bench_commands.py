@@ -27,6 +27,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         bench_summaries,
         locomo,
         retrieval,
+        speaker_needles,
     )
 
     bench_store.add_parser(bench_sub, common)
@@ -42,3 +43,4 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_faults.add_parser(bench_sub, common)
     bench_delete.add_parser(bench_sub, common)
     bench_speakers.add_parser(bench_sub, common)
+    speaker_needles.add_parser(bench_sub, common)
