@@ -216,7 +216,18 @@ class VoiceEncoder:
         return (spectrum.astype(np.float32) @ self.filters.T).astype(np.float32)
 
     def forward(self, mels: np.ndarray) -> np.ndarray:
-        """Partial utterances (batch, frames, 40) -> unit embeddings (batch, 256)."""
+        """Partial utterances (batch, frames, 40) -> unit embeddings (batch, 256).
+
+        numpy's BLAS runs on one thread here: its products are small (a few partials by 256 by 1024, 480
+        steps in a row), and a second BLAS thread only spins between them (measured: 18 times the CPU on
+        2 threads, with the recogniser's threads competing for the same cores).
+        """
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._forward(mels)
+
+    def _forward(self, mels: np.ndarray) -> np.ndarray:
         x = mels.astype(np.float32)
         batch, steps, _ = x.shape
         for w_ih, w_hh, bias in self.layers:

@@ -50,7 +50,7 @@ REAL_CLIPS = ("en/jfk.wav", "en/librispeech-1995-1837-0001.wav", "en/ljspeech-LJ
               "en/fleurs-en_us-test-000.ogg")
 ENROLL_LINES = ("I usually take the early train, so I can be at my desk before eight.",
                 "Could you send me the numbers when you have them, and I will go through them tonight.")
-DEFAULT_THRESHOLDS = (0.70, 0.75, 0.78, 0.80, 0.82, 0.84, 0.86, 0.88, 0.90)
+DEFAULT_THRESHOLDS = (0.70, 0.75, 0.80, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94)
 
 
 @dataclass
@@ -358,12 +358,18 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
             "held_out": [score(e, best) for e in held_out],
             "held_out_at_default": [score(e, args.default_threshold) for e in held_out],
             "default_threshold": args.default_threshold,
+            "threshold_sweep_held_out": {e.meeting.name: {str(t): {k: v for k, v in score(e, t).items()
+                                                                   if k in ("der", "labels", "speakers")}
+                                                          for t in thresholds} for e in held_out},
             "wearer_demo": wearer_check(held_out[0], encoder, best, workdir),
             "reference_turns_as_utterances": {
                 "why": "the clustering alone: the edge's VAD joins turns with pauses under 0.6 s into one "
                        "utterance, which can then carry one label only",
                 "generated_summary": _summary([score(e, best) for e in oracle[:len(tuning)]]),
-                "held_out": [score(e, best) for e in oracle[len(tuning):]]},
+                "held_out": [score(e, best) for e in oracle[len(tuning):]],
+                "generated_summary_at_default": _summary([score(e, args.default_threshold)
+                                                          for e in oracle[:len(tuning)]]),
+                "held_out_at_default": [score(e, args.default_threshold) for e in oracle[len(tuning):]]},
             "embed_cpu_s_per_audio_s_in_process": round(sum(e.cpu_seconds for e in tuning + held_out)
                                                         / sum(e.meeting.seconds for e in tuning + held_out), 4),
         }
