@@ -68,7 +68,7 @@ def get_speakers(meeting_id: MeetingId, service: Service, tenant: Tenant) -> dic
     return service.speakers(tenant, meeting_id)
 
 
-@router.put("/{meeting_id}/speakers", response_model=SpeakerMapOut, responses=errors(401, 404, 422),
+@router.put("/{meeting_id}/speakers", response_model=SpeakerMapOut, responses=errors(400, 401, 404, 413, 422),
             summary="Name or rename speaker labels (a new version each; the segments are never rewritten)")
 def put_speakers(meeting_id: MeetingId, body: SpeakerNamesIn, service: Service, tenant: Tenant) -> dict[str, Any]:
     """Labels not given keep their names. A label the meeting has no segment for yet may be named (a
