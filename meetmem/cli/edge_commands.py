@@ -205,6 +205,11 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
               "outbox": str(outbox.path)}
     if audio_report is not None:
         report["audio"] = audio_report
+    if agent.speakers is not None:
+        tracker = agent.speakers
+        report["speakers"] = {"labels": [v.label for v in tracker.voices],
+                              "wearer_enrolled": tracker.wearer is not None, "utterances": tracker.utterances,
+                              "embed_cpu_seconds": round(tracker.embed_time, 2)}
     outbox.close()
     if args.json:
         emit_json(report)
@@ -303,7 +308,8 @@ def _speaker_tracker(args: argparse.Namespace, *, quiet: bool) -> Any:
     if not quiet:
         note("speaker labels on" + ("" if wearer is not None else
                                     " (no wearer enrolled: `meetmem edge enroll` tells the wearer apart)"))
-    return speakers.SpeakerTracker(encoder, speakers.SpeakerOptions(threshold=args.speaker_threshold),
+    threshold = args.speaker_threshold
+    return speakers.SpeakerTracker(encoder, speakers.SpeakerOptions(threshold=threshold, wearer_threshold=threshold),
                                    wearer=wearer)
 
 
@@ -526,7 +532,8 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
                         "stable through the meeting; auto: on when the voice encoder's weights are installed "
                         "(pip install --no-deps resemblyzer==0.1.4); ignored with --speaker (default auto)")
     p.add_argument("--speaker-threshold", type=float, default=SPEAKER_THRESHOLD, metavar="COSINE",
-                   help=f"least voice similarity to join a known speaker (default {SPEAKER_THRESHOLD})")
+                   help=f"least voice similarity to join a known speaker, or to be the enrolled wearer "
+                        f"(default {SPEAKER_THRESHOLD})")
     p.add_argument("--enrollment", default=None, metavar="PATH",
                    help="the wearer's enrolled voice (default: the one `edge enroll` stored in the user data "
                         "directory, when there is one)")

@@ -131,3 +131,43 @@ def test_the_agent_labels_each_segment_by_its_voice(tiny_asr: Any, encoder: spea
         agent.run(audio.read_file(meeting.path), source="file:two")
         stored = outbox.pending(100)
     assert [s.speaker for s in stored] == ["S1", "S2", "S1", "S2"]
+
+
+def test_edge_run_labels_segments_for_the_cloud_and_the_map_names_them(
+        server: Any, make_speech: Callable[..., Any], join_speech: Callable[..., Any], blocked_cli: list[str],
+        tmp_path: Path) -> None:
+    """`edge enroll` then `edge run` (cloud packages blocked) on two voices, to a real server on loopback."""
+    import subprocess
+
+    import httpx
+
+    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    enrollment = join_speech([make_speech(line, voice="en+f2") for line in LINES[1:]], name="enroll_f2")
+    voice = tmp_path / "voice.json"
+    subprocess.run([*blocked_cli, "edge", "enroll", "--audio", str(enrollment.path), "--out", str(voice)],
+                   check=True, capture_output=True, text=True, env=env, timeout=300)
+    voices = ("en-us", "en+f2", "en-us", "en+f2")
+    meeting = join_speech([make_speech(LINES[i % 3], voice=v) for i, v in enumerate(voices)], gap=1.2,
+                          name="enrolled_meeting")
+    token = server.token("acme")
+    run = subprocess.run([*blocked_cli, "edge", "run", "--input", str(meeting.path), "--meeting", "labelled",
+                          "--cloud", server.url, "--token", token, "--outbox", str(tmp_path / "o.db"), "--json",
+                          "-q", "--model", "tiny.en", "--language", "en", "--speaker-threshold", "0.88",
+                          "--enrollment", str(voice), "--no-keep-audio"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["speakers"]["labels"] == ["S1"] and report["speakers"]["wearer_enrolled"]
+    headers = {"Authorization": f"Bearer {token}"}
+    rows = httpx.get(f"{server.url}/v1/meetings/labelled/segments", headers=headers, timeout=30).json()
+    assert [r["speaker"] for r in rows] == ["S1", "wearer", "S1", "wearer"]
+    r = httpx.put(f"{server.url}/v1/meetings/labelled/speakers", json={"speakers": {"S1": "Tom", "wearer": "Ana"}},
+                  headers=headers, timeout=30)
+    assert r.status_code == 200, r.text
+    assert {s["label"]: s["name"] for s in r.json()["speakers"]} == {"S1": "Tom", "wearer": "Ana"}
+    # A missing enrollment file named on the command line is an error that says what to run.
+    bad = subprocess.run([*blocked_cli, "edge", "run", "--input", str(meeting.path), "--meeting", "x", "--cloud",
+                          server.url, "--token", token, "--outbox", str(tmp_path / "o2.db"), "--model", "tiny.en",
+                          "--enrollment", str(tmp_path / "none.json")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert bad.returncode != 0 and "meetmem edge enroll" in bad.stderr
