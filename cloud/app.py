@@ -144,9 +144,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         body_timeout=settings.body_timeout, per_client=settings.per_client_requests, rate=settings.rate_limit,
         burst=settings.rate_burst))
 
-    from .routers import across, ask, audio, digests, events, export, health, meetings, web
+    from .routers import across, ask, audio, digests, events, export, health, meetings, speakers, web
 
-    for module in (health, meetings, ask, digests, events, across, export, audio, web):
+    for module in (health, meetings, ask, digests, events, across, export, audio, speakers, web):
         app.include_router(module.router)
     app.include_router(meetings.tombstones_router)
     return app

@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING
 
 from meetmem.store.index.search import Hit, SearchFilters
 from meetmem.store.records import LedgerItem, MeetingDigest, Segment
+from meetmem.store.speaker_map import read_current
 from meetmem.store.timecode import format_time
 from meetmem.summarizers.extractive import sentences, trim_fillers
 
 from .question_routes import MeetingClock, RouteRequest, classify
+from .speaker_names import apply_names, names_by_label
 from .speakers import SpeakerDirectory, build_directory
 from .tokens import count_tokens
 
@@ -101,7 +103,9 @@ class RoutedAnswers:
             for _, other in self.log.meetings(tenant=tenant):
                 if other != meeting_id and self.log.meta(other, tenant=tenant).participants == meta.participants:
                     related.extend(self.log.segments(other, tenant=tenant))
-        return build_directory(segments, meta.participants or (), related)
+        directory = build_directory(segments, meta.participants or (), related)
+        apply_names(directory, names_by_label(segments, read_current(self.log, meeting_id, tenant=tenant)))
+        return directory
 
     # -- helpers ----------------------------------------------------------------------------------------
     def _hits(self, meeting_id: str, tenant: str, query: str, *, k: int = 10,

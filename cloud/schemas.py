@@ -233,6 +233,8 @@ class LedgerItemOut(BaseModel):
     source: SourceOut
     origin: str = "rules"
     owner: str | None = None
+    owner_name: str | None = Field(default=None, description="the owner's name in the speaker map, when the owner "
+                                   "is a speaker label")
     task: str | None = None
     due: str | None = Field(default=None, description="the due date as said")
     due_date: str | None = Field(default=None, description="ISO date when it could be resolved")

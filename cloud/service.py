@@ -271,6 +271,31 @@ class MeetingService:
         """What the summarizer stored last (the ask path's view: it never waits for a summary)."""
         return self.digester.stored(meeting_id, tenant=tenant) if self.digester is not None else None
 
+    # -- speakers ---------------------------------------------------------------------------------------
+    def speakers(self, tenant: str, meeting_id: str) -> dict[str, Any]:
+        """The meeting's speaker map: each label, its name now (a user's or a suggestion) and the evidence."""
+        from meetmem.store.speaker_map import read_current
+
+        from .speaker_names import speaker_map
+
+        self.log.require_meeting(meeting_id, tenant=tenant)
+        stored = read_current(self.log, meeting_id, tenant=tenant)
+        return {"meeting_id": meeting_id,
+                "speakers": speaker_map(self.log.segments(meeting_id, tenant=tenant), stored)}
+
+    def set_speakers(self, tenant: str, meeting_id: str, names: dict[str, str | None]) -> dict[str, Any]:
+        """Name (or withdraw the name of) labels: a new version each, the segments untouched."""
+        from meetmem.store.speaker_map import SpeakerMap
+
+        SpeakerMap(self.log).set(meeting_id, names, tenant=tenant)
+        return self.speakers(tenant, meeting_id)
+
+    def speaker_history(self, tenant: str, meeting_id: str) -> list[dict[str, Any]]:
+        from meetmem.store.speaker_map import SpeakerMap
+
+        self.log.require_meeting(meeting_id, tenant=tenant)
+        return [entry.public() for entry in SpeakerMap(self.log).history(meeting_id, tenant=tenant)]
+
     # -- questions --------------------------------------------------------------------------------------
     def ask(self, tenant: str, meeting_id: str, question: str, *, session_id: str | None = None,
             device_id: str | None = None) -> Answer:

@@ -27,6 +27,7 @@ from .cleaning import FillerCleaner
 from .language import LanguageOptions, LanguagePolicy
 from .outbox import Outbox, OutboxSegment
 from .partials import Partial, PartialCaption
+from .speakers import SpeakerTracker
 from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,8 @@ class CaptureAgent:
         partials: live input only: the partial-caption policy (with its recogniser) run on the utterance in
             progress whenever no final is waiting; None: no partial captions.
         on_partial: called with each partial caption that confirmed new words (times in meeting seconds).
+        speakers: labels each segment by its voice (`speakers.SpeakerTracker`); None: every segment gets
+            `options.speaker`.
     """
 
     def __init__(self, asr: ASR, outbox: Outbox, options: CaptureOptions, *,
@@ -141,7 +144,8 @@ class CaptureAgent:
                  on_status: Callable[[CaptureStatus], None] | None = None,
                  on_audio: Callable[[np.ndarray, float], None] | None = None,
                  partials: PartialCaption | None = None,
-                 on_partial: Callable[[Partial], None] | None = None) -> None:
+                 on_partial: Callable[[Partial], None] | None = None,
+                 speakers: SpeakerTracker | None = None) -> None:
         self.asr = asr
         self.outbox = outbox
         self.options = options
@@ -153,6 +157,7 @@ class CaptureAgent:
         self.languages = LanguagePolicy(options.language, options.language_policy)
         self.partials = partials
         self.on_partial = on_partial
+        self.speakers = speakers
         self._speaking: tuple[int, np.ndarray] | None = None  # the utterance in progress (reader thread's)
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
         self._partial_rest_until = 0.0  # monotonic time before which no partial pass starts (PARTIAL_DUTY)
@@ -412,7 +417,7 @@ class CaptureAgent:
             "end": round(end, 3),
             "text": cleaned.text,
             "raw_text": cleaned.raw_text,
-            "speaker": self.options.speaker,
+            "speaker": self._speaker(utterance),
             "lang": pieces[0].language,
             "confidence": round(min(1.0, max(0.0, math.exp(logprob))), 4),
         }
@@ -424,6 +429,12 @@ class CaptureAgent:
             self.on_segment(stored)
 
 
+    def _speaker(self, utterance: Utterance) -> str | None:
+        if self.speakers is None or utterance.audio.size == 0:
+            return self.options.speaker
+        return self.speakers.label(utterance.audio)
+
+
 def _tee(chunks: Iterable[np.ndarray], start: float,
          keep: Callable[[np.ndarray, float], None]) -> Iterator[np.ndarray]:
     """The chunks unchanged, each also handed to `keep` with its start on the meeting's clock."""
@@ -433,11 +444,11 @@ def _tee(chunks: Iterable[np.ndarray], start: float,
         position += len(chunk) / SAMPLE_RATE
         yield chunk
 def _joined(utterances: list[Utterance]) -> Utterance:
-    """Consecutive utterances as one, from the first one's start to the last one's end (its audio is not
-    kept: the packed call already recognised it)."""
+    """Consecutive utterances as one, from the first one's start to the last one's end (its audio, the
+    utterances' own back to back, is kept for the speaker label: the packed call already recognised it)."""
     first, last = utterances[0], utterances[-1]
-    return Utterance(first.start_sample, last.end_sample, np.zeros(0, dtype=np.float32), first.wall_clock_anchor,
-                     last.forced, first.sample_rate)
+    return Utterance(first.start_sample, last.end_sample, np.concatenate([u.audio for u in utterances]),
+                     first.wall_clock_anchor, last.forced, first.sample_rate)
 
 
 def _skip(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:

@@ -466,7 +466,8 @@ class TranscriptLog:
 
     # -- deletion: the one way rows leave the log -------------------------------------------------------
     #: Derived tables keyed by (tenant, meeting_id), made by the modules that own them (each may be absent).
-    DERIVED_MEETING_TABLES = ("summary_sections", "meeting_digests", "ledger_items", "meeting_audio", "audio_policy")
+    DERIVED_MEETING_TABLES = ("summary_sections", "meeting_digests", "ledger_items", "meeting_audio", "audio_policy",
+                              "speaker_names")
 
     def delete_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "deleted",
                        key: ReceiptKey) -> tuple[Tombstone, list[str]]:

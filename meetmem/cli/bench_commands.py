@@ -20,9 +20,11 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     from meetmem.eval.bench import faults as bench_faults
     from meetmem.eval.bench import pgsearch as bench_pgsearch
     from meetmem.eval.bench import serve as bench_serve
+    from meetmem.eval.bench import speakers as bench_speakers
     from meetmem.eval.bench import store as bench_store
     from meetmem.eval.bench import summaries as bench_summaries
     from meetmem.eval.corpora import ami_ledger, ami_questions, locomo, qmsum, zh
+    from meetmem.eval.needles import speakers as speaker_needles
 
     bench_store.add_parser(bench_sub, common)
     bench_serve.add_parser(bench_sub, common)
@@ -38,3 +40,5 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     bench_faults.add_parser(bench_sub, common)
     bench_delete.add_parser(bench_sub, common)
     bench_pgsearch.add_parser(bench_sub, common)
+    bench_speakers.add_parser(bench_sub, common)
+    speaker_needles.add_parser(bench_sub, common)

@@ -18,6 +18,8 @@ from .context import CommandContext
 from .progress import note
 from .store_commands import emit_json
 
+#: Least cosine similarity to join a known voice (edge.speakers.SpeakerOptions; tuned with `bench speakers`).
+SPEAKER_THRESHOLD = 0.75
 EXIT_PENDING = 3  # the file is captured but the cloud has not acknowledged everything before --timeout
 
 
@@ -153,7 +155,8 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
                                                      glossary=glossary, speaker=args.speaker),
                          on_segment=lambda segment: _stored(segment, uploader, glasses), on_status=status_line,
                          on_audio=keeper.feed if keeper is not None else None,
-                         partials=caption, on_partial=on_partial if caption is not None else None)
+                         partials=caption, on_partial=on_partial if caption is not None else None,
+                         speakers=_speaker_tracker(args, quiet=ctx.quiet))
     try:
         if glasses is not None:
             if not ctx.quiet:
@@ -202,6 +205,11 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
               "outbox": str(outbox.path)}
     if audio_report is not None:
         report["audio"] = audio_report
+    if agent.speakers is not None:
+        tracker = agent.speakers
+        report["speakers"] = {"labels": [v.label for v in tracker.voices],
+                              "wearer_enrolled": tracker.wearer is not None, "utterances": tracker.utterances,
+                              "embed_cpu_seconds": round(tracker.embed_time, 2)}
     outbox.close()
     if args.json:
         emit_json(report)
@@ -270,6 +278,83 @@ def _partials(args: argparse.Namespace, asr: Any, glossary: tuple[str, ...], clo
     caption = PartialCaption(partial_asr, PartialOptions(cadence_s=args.partial_every), language=asr.options.language,
                              glossary=glossary)
     return caption, PartialSender(cloud, token, args.meeting, device_id)
+
+
+def _speaker_tracker(args: argparse.Namespace, *, quiet: bool) -> Any:
+    """The voice labeller `--speakers` asks for (None: every segment gets `--speaker`)."""
+    from meetmem.edge import speakers
+    from meetmem.edge.errors import EdgeError
+
+    mode = "off" if args.speaker else args.speakers
+    if mode == "off":
+        return None
+    try:
+        encoder = speakers.VoiceEncoder()
+    except speakers.SpeakerModelMissing as exc:
+        if mode == "on":
+            raise EdgeError(str(exc)) from exc
+        if not quiet:
+            note(f"no speaker labels: {exc}")
+        return None
+    path = Path(args.enrollment) if args.enrollment else speakers.default_enrollment_path()
+    wearer = None
+    if path.exists():
+        try:
+            wearer = speakers.load_enrollment(path)
+        except ValueError as exc:
+            raise EdgeError(str(exc)) from exc
+    elif args.enrollment:
+        raise EdgeError(f"no wearer enrollment at {path}: run `meetmem edge enroll --out {path}` first")
+    if not quiet:
+        note("speaker labels on" + ("" if wearer is not None else
+                                    " (no wearer enrolled: `meetmem edge enroll` tells the wearer apart)"))
+    threshold = args.speaker_threshold
+    return speakers.SpeakerTracker(encoder, speakers.SpeakerOptions(threshold=threshold, wearer_threshold=threshold),
+                                   wearer=wearer)
+
+
+def cmd_edge_enroll(args: argparse.Namespace, ctx: CommandContext) -> int:
+    """Record (or read) the wearer's voice and store its embedding where `edge run` finds it."""
+    from meetmem.edge import audio, speakers
+    from meetmem.edge.errors import EdgeError
+
+    if args.audio == "mic":
+        import threading
+
+        from meetmem.edge.microphone import record_until
+
+        if not ctx.quiet:
+            note(f"speak in your normal voice for {args.seconds:g} seconds ...")
+        stop = threading.Event()
+        timer = threading.Timer(args.seconds, stop.set)
+        timer.start()
+        try:
+            samples = record_until(stop, max_seconds=args.seconds + 1, device=_mic_device(args))
+        finally:
+            timer.cancel()
+        source = "microphone"
+    else:
+        samples = audio.decode_file(args.audio)
+        source = str(Path(args.audio).name)
+    import numpy as np
+
+    from meetmem.edge.vad import SAMPLE_RATE, segment
+
+    voiced = [u.audio for u in segment(samples)]  # the speech alone: pauses say nothing of a voice
+    speech = np.concatenate(voiced).astype(np.float32) if voiced else np.zeros(0, dtype=np.float32)
+    seconds = len(speech) / SAMPLE_RATE
+    if seconds < args.min_seconds:
+        raise EdgeError(f"only {seconds:.1f} s of speech heard in {source}; enrolling needs at least "
+                       f"{args.min_seconds:g} s: speak (or give a recording) for longer")
+    try:
+        encoder = speakers.VoiceEncoder()
+    except speakers.SpeakerModelMissing as exc:
+        raise EdgeError(str(exc)) from exc
+    embedding = encoder.embed(speech)
+    path = Path(args.out) if args.out else speakers.default_enrollment_path()
+    speakers.save_enrollment(path, embedding, seconds=seconds, source=source)
+    emit_json({"enrollment": str(path), "speech_seconds": round(seconds, 1), "source": source})
+    return 0
 
 
 def _stored(segment: Any, uploader: Any, glasses: Any) -> None:
@@ -442,6 +527,16 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
                    help="seconds to wait for the cloud after the input ends (default 120)")
     p.add_argument("--realtime", action="store_true", help="replay a file at speaking pace, as a microphone would")
     p.add_argument("--speaker", default=None, help="a speaker label for every segment (the wearer)")
+    p.add_argument("--speakers", default="auto", choices=("auto", "on", "off"),
+                   help="label each segment by its voice: `wearer` (enrolled with `edge enroll`), S1, S2, ... "
+                        "stable through the meeting; auto: on when the voice encoder's weights are installed "
+                        "(pip install --no-deps resemblyzer==0.1.4); ignored with --speaker (default auto)")
+    p.add_argument("--speaker-threshold", type=float, default=SPEAKER_THRESHOLD, metavar="COSINE",
+                   help=f"least voice similarity to join a known speaker, or to be the enrolled wearer "
+                        f"(default {SPEAKER_THRESHOLD})")
+    p.add_argument("--enrollment", default=None, metavar="PATH",
+                   help="the wearer's enrolled voice (default: the one `edge enroll` stored in the user data "
+                        "directory, when there is one)")
     p.add_argument("--partials", default="off", choices=("off", "auto", "tiny.en", "base"),
                    help="partial captions of the utterance in progress, live input only: re-transcribed every "
                         "--partial-every seconds, a word shown once two passes agree, sent to the cloud's live "
@@ -462,6 +557,16 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     p.add_argument("--no-cloud-glossary", dest="cloud_glossary", action="store_false",
                    help="do not add the glossary the cloud's ledger holds for the meeting to the hotwords")
     p.set_defaults(func=cmd_edge_run)
+
+    p = edge_sub.add_parser("enroll", parents=[common], help="enroll the wearer's voice for speaker labels",
+                            description="Record the wearer speaking (or read a recording) and store the voice's "
+                            "embedding, so `edge run` labels the wearer's segments `wearer`.")
+    p.add_argument("--audio", default="mic", help="a recording of the wearer, or `mic` to record now (default mic)")
+    p.add_argument("--seconds", type=float, default=15.0, help="seconds to record from the microphone (default 15)")
+    p.add_argument("--min-seconds", type=float, default=5.0, help="least speech needed (default 5)")
+    p.add_argument("--mic-device", default=None, metavar="NAME", help="the microphone (default: the system's)")
+    p.add_argument("--out", default=None, help="where to store it (default: the user data directory)")
+    p.set_defaults(func=cmd_edge_enroll)
 
     p = edge_sub.add_parser("ask", parents=[common, asr], help="ask the cloud a spoken question",
                             description="Transcribe a spoken question on the device and ask the cloud; prints "

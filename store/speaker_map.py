@@ -1,0 +1,124 @@
+"""A meeting's speaker map: the names people gave the transcript's speaker labels, every version kept.
+
+The segments keep the labels the edge gave them (`S1`, `wearer`, ...): the log is never rewritten. A name
+is a row in `speaker_names`, appended with the next version number for its label; the newest version of a
+label is its name now, and a correction never removes the one before (the database refuses UPDATE, and
+DELETE except when the meeting itself is deleted under its tombstone). A row with no name withdraws one
+(the label is shown as itself again, and a suggested name is not applied).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InvalidSegment, StoreError
+from .log import DEFAULT_TENANT, TranscriptLog
+
+TABLE = "speaker_names"
+MAX_LABEL_CHARS = 100
+MAX_NAME_CHARS = 200
+MAX_LABELS = 200
+
+_NO_TOMBSTONE = ("NOT EXISTS (SELECT 1 FROM meeting_deletions d WHERE d.tenant = OLD.tenant "
+                 "AND d.meeting_id = OLD.meeting_id)")
+
+
+@dataclass(frozen=True, slots=True)
+class SpeakerName:
+    """One version of a label's name: who set it (`user` or `suggestion` accepted by a user) and when."""
+
+    label: str
+    name: str | None
+    version: int
+    source: str
+    set_at: str
+
+    def public(self) -> dict[str, Any]:
+        return {"label": self.label, "name": self.name, "version": self.version, "source": self.source,
+                "set_at": self.set_at}
+
+
+class SpeakerMap:
+    """The speaker names of every meeting in one log (created on first use)."""
+
+    def __init__(self, log: TranscriptLog) -> None:
+        self.log = log
+        with log.transaction():
+            log.db.execute(
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+                "label TEXT NOT NULL, version INTEGER NOT NULL, name TEXT, source TEXT NOT NULL, "
+                "set_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id, label, version))")
+            log.db.execute(f"CREATE TRIGGER IF NOT EXISTS {TABLE}_refuse_update BEFORE UPDATE ON {TABLE} "
+                           "BEGIN SELECT RAISE(ABORT, 'speaker names are append-only: UPDATE refused'); END")
+            log.db.execute(f"CREATE TRIGGER IF NOT EXISTS {TABLE}_refuse_delete BEFORE DELETE ON {TABLE} "
+                           f"WHEN {_NO_TOMBSTONE} "
+                           "BEGIN SELECT RAISE(ABORT, 'speaker names are append-only: DELETE refused'); END")
+
+    def set(self, meeting_id: str, names: dict[str, str | None], *, tenant: str = DEFAULT_TENANT,
+            source: str = "user") -> list[SpeakerName]:
+        """Append a new version for each label whose name changes (all in one transaction).
+
+        Raises:
+            InvalidSegment: a label or name is empty, too long or not text (nothing is stored).
+            MeetingNotFound: no such meeting.
+        """
+        clean = _checked(names)
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        added: list[SpeakerName] = []
+        try:
+            with self.log.transaction():
+                self.log.require_meeting(meeting_id, tenant=tenant)
+                current = self.current(meeting_id, tenant=tenant)
+                for label, name in clean.items():
+                    before = current.get(label)
+                    if before is not None and before.name == name:
+                        continue
+                    version = before.version + 1 if before is not None else 1
+                    self.log.db.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                        (tenant, meeting_id, label, version, name, source, now))
+                    added.append(SpeakerName(label, name, version, source, now))
+        except sqlite3.Error as exc:
+            raise StoreError(f"storing the speaker names of {meeting_id!r} failed, nothing was stored: {exc}") from exc
+        return added
+
+    def history(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
+        """Every version, by label then version."""
+        rows = self.log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND "
+                             "meeting_id = ? ORDER BY label, version", (tenant, meeting_id))
+        return [SpeakerName(str(r[0]), r[1], int(r[2]), str(r[3]), str(r[4])) for r in rows]
+
+    def current(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> dict[str, SpeakerName]:
+        """Each label's newest version."""
+        return {entry.label: entry for entry in self.history(meeting_id, tenant=tenant)}
+
+
+def _checked(names: Any) -> dict[str, str | None]:
+    if not isinstance(names, dict) or not names:
+        raise InvalidSegment('speakers must be an object of labels to names, e.g. {"S2": "Priya"}')
+    if len(names) > MAX_LABELS:
+        raise InvalidSegment(f"at most {MAX_LABELS} labels at once, not {len(names)}")
+    clean: dict[str, str | None] = {}
+    for label, name in names.items():
+        if not isinstance(label, str) or not label.strip() or len(label) > MAX_LABEL_CHARS:
+            raise InvalidSegment(f"speaker label {label!r} must be 1 to {MAX_LABEL_CHARS} characters")
+        if name is not None:
+            if not isinstance(name, str):
+                raise InvalidSegment(f"the name of {label!r} must be text or null (null withdraws it)")
+            name = " ".join(name.split())
+            if not name or len(name) > MAX_NAME_CHARS:
+                raise InvalidSegment(f"the name of {label!r} must be 1 to {MAX_NAME_CHARS} characters, "
+                                     "or null to withdraw it")
+        clean[label.strip()] = name
+    return clean
+
+
+def read_current(log: TranscriptLog, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> dict[str, SpeakerName]:
+    """Each label's newest name, read without creating the table (a log no name was ever set in has none)."""
+    if not log.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)):
+        return {}
+    rows = log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND meeting_id = ? "
+                    "ORDER BY label, version", (tenant, meeting_id))
+    return {str(r[0]): SpeakerName(str(r[0]), r[1], int(r[2]), str(r[3]), str(r[4])) for r in rows}

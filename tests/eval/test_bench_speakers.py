@@ -1,0 +1,55 @@
+"""`bench speakers`' parts: turn order, cutting real utterances, labelling and scoring; one generated meeting
+with real espeak-ng speech and the real encoder (model)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from meetmem.eval.bench import speakers as bench
+
+
+def test_turns_alternate_and_long_utterances_are_cut() -> None:
+    pool = {"a": [np.zeros(10, np.int16)] * 5, "b": [np.zeros(10, np.int16)] * 5, "c": [np.zeros(10, np.int16)]}
+    order = [who for who, _ in bench._order(pool, random.Random(1))]
+    assert sorted(order) == ["a"] * 5 + ["b"] * 5 + ["c"]
+    assert all(x != y for x, y in zip(order, order[1:], strict=False))
+    speech = (np.random.default_rng(0).normal(0, 3000, 11 * bench.SR)).astype(np.int16)
+    speech[int(2.5 * bench.SR):int(2.6 * bench.SR)] = 0
+    pieces = bench._cut(speech)
+    assert sum(len(p) for p in pieces) == len(speech)
+    assert all(len(p) <= 4 * bench.SR for p in pieces) and abs(len(pieces[0]) - int(2.55 * bench.SR)) < 0.05 * bench.SR
+
+
+def test_labels_and_scores_from_embeddings() -> None:
+    a, b = np.eye(256, dtype=np.float32)[0], np.eye(256, dtype=np.float32)[1]
+    meeting = bench.Meeting("m", np.zeros(16000 * 10, np.int16),
+                            [(0.0, 2.0, "A"), (3.0, 5.0, "B"), (6.0, 8.0, "A")], "test")
+    embedded = bench.Embedded(meeting, [(0.0, 2.0), (3.0, 5.0), (6.0, 8.0)], [a, b, a], 0.0)
+    assert [t[2] for t in bench.label(embedded, 0.8)] == ["S1", "S2", "S1"]
+    row = bench.score(embedded, 0.8)
+    assert row["der"] == 0.0 and row["count_right"] and row["labels"] == 2
+    # Everyone as one voice (a threshold no pair reaches... inverted: all join S1).
+    merged = bench.score(embedded, -1.0)
+    assert merged["labels"] == 1 and merged["der"] > 0.3
+
+
+@pytest.mark.model
+def test_one_generated_meeting_end_to_end(tmp_path: Path) -> None:
+    if not (shutil.which("espeak-ng") and shutil.which("sox")):
+        pytest.skip("needs espeak-ng and sox")
+    from meetmem.edge.speakers import VoiceEncoder
+
+    meeting = bench.generated_meetings(1, 19, tmp_path)[0]  # 2 speakers, 18 turns
+    assert meeting.name.endswith("2spk") and len(meeting.reference) == 18
+    ends = [t[1] for t in meeting.reference]
+    assert ends == sorted(ends) and ends[-1] < meeting.seconds
+    encoder = VoiceEncoder()
+    oracle = bench.score(bench.embed_meeting(meeting, encoder, oracle=True), 0.88)
+    assert oracle["der"] < 0.15 and oracle["labels"] >= oracle["speakers"], oracle
+    edge = bench.score(bench.embed_meeting(meeting, encoder), 0.88)
+    assert edge["utterances"] <= len(meeting.reference) and edge["der"] < 0.5, edge
