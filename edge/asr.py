@@ -169,6 +169,7 @@ class WhisperASR:
         except (RuntimeError, ValueError, OSError) as exc:
             raise ModelUnavailable(self.options.model, f"cannot load the model from {folder} ({exc})") from exc
         self.model_dir = os.fspath(folder)
+        self._reuse = _EncoderReuse(self._model)
         self.multilingual = bool(self._model.model.is_multilingual)
         self._to_simplified = None
         if self.multilingual:
@@ -194,12 +195,30 @@ class WhisperASR:
         """The most probable language of `audio` among `options.languages`, with its probability."""
         if not self.multilingual:
             return "en", 1.0
-        _, _, ranked = self._model.detect_language(_as_float32(audio))
+        samples = _as_float32(audio)
+        language, probability, _ = self._detect(self._first_window(samples))
+        return language, probability
+
+    def _first_window(self, samples: np.ndarray) -> np.ndarray:
+        """The log-mel features of the first window faster-whisper encodes for `samples` (as its
+        `generate_segments` cuts and pads them: the same array, so the encoder's output can be reused)."""
+        from faster_whisper.audio import pad_or_trim
+
+        features = self._model.feature_extractor(samples)
+        frames = min(self._model.feature_extractor.nb_max_frames, features.shape[-1] - 1)
+        return pad_or_trim(features[:, :frames])
+
+    def _detect(self, window: np.ndarray) -> tuple[str, float, Any]:
+        """The likeliest language among `options.languages` from one encoder pass over `window`, with its
+        probability and the encoder's output."""
+        encoded = self._model.encode(window)
+        ranked = [(token[2:-2], probability) for token, probability in self._model.model.detect_language(encoded)[0]]
         allowed = self.options.languages
-        for language, probability in sorted(ranked, key=lambda pair: -pair[1]):
-            if allowed is None or language in allowed:
-                return language, probability
-        return ranked[0]
+        language, probability = next(((lang, prob) for lang, prob in ranked if allowed is None or lang in allowed),
+                                     ranked[0])
+        if language != ranked[0][0]:
+            logger.debug("detected %s (%.2f), not among %s: using %s", ranked[0][0], ranked[0][1], allowed, language)
+        return language, probability, encoded
 
     def transcribe(self, audio: np.ndarray, *, offset: float = 0.0, language: str | None = None,
                    glossary: Sequence[str] = ()) -> list[TranscriptPiece]:
@@ -220,16 +239,18 @@ class WhisperASR:
         if not self.multilingual:
             language = "en"
         terms = ", ".join(t.strip() for t in glossary if t and t.strip()) or None
+        if language is None:
+            # Detected here, among the meeting's languages, from the encoder pass over the first window; the
+            # decode below reuses that pass (`_EncoderReuse`) instead of encoding the window a second time, as
+            # faster-whisper's own detection would.
+            try:
+                window = self._first_window(samples)
+                language, _, encoded = self._detect(window)
+            except (RuntimeError, ValueError) as exc:
+                raise TranscriptionError(f"Whisper failed to detect the language of {len(samples) / SAMPLE_RATE:.2f} s "
+                                         f"of audio: {exc}") from exc
+            self._reuse.prime(window, encoded)
         segments, info = self._decode(samples, language, terms)
-        allowed = self.options.languages
-        if language is None and allowed is not None and info.language not in allowed:
-            # Detected outside the meeting's languages (short or noisy audio): take the likeliest allowed
-            # one. faster-whisper decodes lazily, so the first attempt cost one encoder pass, no decoding.
-            ranked = sorted(info.all_language_probs or [], key=lambda pair: -pair[1])
-            best = next((lang for lang, _ in ranked if lang in allowed), allowed[0])
-            logger.debug("detected %s (%.2f), not among %s: using %s", info.language, info.language_probability,
-                         allowed, best)
-            segments, info = self._decode(samples, best, terms)
         try:
             decoded = list(segments)
         except (RuntimeError, ValueError) as exc:
@@ -263,6 +284,29 @@ class WhisperASR:
                 initial_prompt=terms if options.glossary_as == "prompt" else None)
         except (RuntimeError, ValueError) as exc:
             raise TranscriptionError(f"Whisper failed on {len(samples) / SAMPLE_RATE:.2f} s of audio: {exc}") from exc
+
+
+class _EncoderReuse:
+    """Stands in for a WhisperModel's `encode`: hands back a primed encoder output once, when faster-whisper
+    asks to encode the very same features (the first window of a call whose language was just detected
+    from it); every other call is encoded as usual. The check is on the features themselves, so a stale or
+    mismatched primed output is never used."""
+
+    def __init__(self, model: Any) -> None:
+        self._encode = model.encode
+        self._primed: tuple[np.ndarray, Any] | None = None
+        self.reused = 0
+        model.encode = self  # the instance attribute shadows the method faster-whisper calls as self.encode
+
+    def prime(self, features: np.ndarray, encoded: Any) -> None:
+        self._primed = (features, encoded)
+
+    def __call__(self, features: np.ndarray) -> Any:
+        primed, self._primed = self._primed, None
+        if primed is not None and primed[0].shape == features.shape and np.array_equal(primed[0], features):
+            self.reused += 1
+            return primed[1]
+        return self._encode(features)
 
 
 def _as_float32(audio: np.ndarray) -> np.ndarray:

@@ -135,6 +135,27 @@ def test_language_is_detected_among_the_meetings_languages(base_asr, budget_spee
 
 
 @pytest.mark.model
+def test_detecting_the_language_costs_no_second_encoder_pass(base_asr, budget_speech, monkeypatch) -> None:
+    """The language is detected from the encoder's pass over the first window and the decode reuses it:
+    one encoder pass per window, with or without detection, and the same words as with the language given."""
+    audio = budget_speech.samples.astype(np.float32) / 32768
+    reuse = base_asr._reuse
+    passes: list[int] = []
+    real = reuse._encode
+    monkeypatch.setattr(reuse, "_encode", lambda features: passes.append(1) or real(features))
+    given = base_asr.transcribe(audio, language="en")
+    assert len(passes) == 1
+    reused = reuse.reused
+    detected = base_asr.transcribe(audio)
+    assert len(passes) == 2 and reuse.reused == reused + 1
+    assert [p.text for p in detected] == [p.text for p in given] and detected[0].language == "en"
+    # A primed output is only ever handed back for the very features it came from.
+    base_asr._reuse.prime(np.zeros((80, 3000), dtype=np.float32), "stale")
+    assert base_asr.transcribe(audio, language="en") == given
+    assert len(passes) == 3
+
+
+@pytest.mark.model
 @pytest.mark.parametrize("asr_fixture", ["base_asr", "tiny_asr"])
 def test_silence_and_noise_give_no_text(asr_fixture: str, sox, tmp_path, request: pytest.FixtureRequest) -> None:
     """Digital silence, pink noise and mains hum in one clip: Whisper's classic hallucination bait."""
