@@ -90,13 +90,35 @@ def _pin(cores: int | None) -> list[int] | None:
     return sorted(os.sched_getaffinity(0))
 
 
+def count_encoder_passes() -> dict[str, int]:
+    """Counts every Whisper encoder pass (one per 30 s window, one per language detection) from now on in this
+    process: where the time goes, since the encoder costs the same whatever the window holds."""
+    from faster_whisper import WhisperModel
+
+    counter = {"passes": 0}
+    encode = WhisperModel.encode
+
+    def counted(self: Any, features: Any) -> Any:
+        counter["passes"] += 1
+        return encode(self, features)
+
+    WhisperModel.encode = counted  # type: ignore[method-assign]
+    return counter
+
+
 def capture(job: dict[str, Any]) -> dict[str, Any]:
     """Run the job (see the module docstring); returns the figures."""
     # Pinned before the imports: numpy's BLAS starts its threads when imported, and a thread keeps the
     # affinity it was created with (run_edge pins the whole process before it starts, as taskset does).
     pinned = _pin(job.get("pin_cores"))
-    if job.get("plain"):
-        return plain_capture(job, pinned)
+    passes = count_encoder_passes()
+    out = plain_capture(job, pinned) if job.get("plain") else edge_capture(job, pinned)
+    out["encoder_passes"] = passes["passes"]
+    return out
+
+
+def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any]:
+    """The edge's side of `capture`."""
     from meetmem.edge.agent import CaptureOptions
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.outbox import Outbox
