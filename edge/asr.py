@@ -13,11 +13,14 @@ nothing, and a missing package raises `ModelUnavailable` naming the extra to ins
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import logging
 import os
+import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,6 +101,11 @@ class ASROptions:
         temperatures: decoding temperatures tried in turn when the output looks like a loop or is unsure.
             The default, greedy 0.0 alone, is deterministic (a fallback samples at random) and keeps the
             time per utterance bounded on a small board.
+        audio_context_s: encode only the audio heard plus one second, and at least this many seconds, instead
+            of Whisper's whole 30 s window padded with silence (None, as Whisper was trained). 15 s makes a
+            pass over a few seconds of speech about three times cheaper with much the same words (whisper.cpp
+            calls it the audio context); shorter contexts make Whisper loop. For partial captions, which the
+            final segment replaces, not for finals.
     """
 
     model: str = "base"
@@ -112,12 +120,15 @@ class ASROptions:
     suspect_no_speech: float = 0.3
     temperatures: tuple[float, ...] = (0.0,)
     compute_type: str = "int8"
+    audio_context_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.glossary_as not in ("hotwords", "prompt"):
             raise ValueError(f"glossary_as must be 'hotwords' or 'prompt', not {self.glossary_as!r}")
         if self.cpu_threads < 1 or self.beam_size < 1:
             raise ValueError("cpu_threads and beam_size must be at least 1")
+        if self.audio_context_s is not None and not 1.0 <= self.audio_context_s <= 30.0:
+            raise ValueError(f"audio_context_s must be between 1 and 30 seconds, not {self.audio_context_s:g}")
 
 
 def normalise_phrase(text: str) -> str:
@@ -182,6 +193,13 @@ class WhisperASR:
         logger.info("loaded Whisper %s from %s (%s, %d thread(s), beam %d)", self.options.model, folder,
                     self.options.compute_type, self.options.cpu_threads, self.options.beam_size)
 
+    def with_options(self, **changes: Any) -> WhisperASR:
+        """The same loaded model decoding with other options (`audio_context_s` for partial captions on the
+        finals' model): no second copy of the weights."""
+        clone = copy.copy(self)
+        clone.options = dataclasses.replace(self.options, **changes)
+        return clone
+
     def use_greedy(self) -> bool:
         """Decode with beam 1 from now on (a step the capture takes when it falls behind); True when the beam
         was wider."""
@@ -239,22 +257,9 @@ class WhisperASR:
         if not self.multilingual:
             language = "en"
         terms = ", ".join(t.strip() for t in glossary if t and t.strip()) or None
-        if language is None:
-            # Detected here, among the meeting's languages, from the encoder pass over the first window; the
-            # decode below reuses that pass (`_EncoderReuse`) instead of encoding the window a second time, as
-            # faster-whisper's own detection would.
-            try:
-                window = self._first_window(samples)
-                language, _, encoded = self._detect(window)
-            except (RuntimeError, ValueError) as exc:
-                raise TranscriptionError(f"Whisper failed to detect the language of {len(samples) / SAMPLE_RATE:.2f} s "
-                                         f"of audio: {exc}") from exc
-            self._reuse.prime(window, encoded)
-        segments, info = self._decode(samples, language, terms)
-        try:
-            decoded = list(segments)
-        except (RuntimeError, ValueError) as exc:
-            raise TranscriptionError(f"Whisper failed on {len(samples) / SAMPLE_RATE:.2f} s of audio: {exc}") from exc
+        context = None if self.options.audio_context_s is None else round(self.options.audio_context_s * 100)
+        with self._reuse.context(context):
+            decoded, info = self._recognise(samples, language, terms)
         pieces: list[TranscriptPiece] = []
         for segment in decoded:
             text = segment.text.strip()
@@ -270,6 +275,28 @@ class WhisperASR:
                 continue
             pieces.append(piece)
         return pieces
+
+    def _recognise(self, samples: np.ndarray, language: str | None, terms: str | None) -> tuple[list[Any], Any]:
+        """faster-whisper's segments and TranscriptionInfo for `samples`, the language detected first when None.
+
+        Detected here, among the meeting's languages, from the encoder's pass over the first window; the
+        decode then reuses that pass (`_EncoderReuse`) instead of encoding the window a second time, as
+        faster-whisper's own detection would.
+        """
+        seconds = len(samples) / SAMPLE_RATE
+        if language is None:
+            try:
+                window = self._first_window(samples)
+                language, _, encoded = self._detect(window)
+            except (RuntimeError, ValueError) as exc:
+                raise TranscriptionError(f"Whisper failed to detect the language of {seconds:.2f} s of audio: "
+                                         f"{exc}") from exc
+            self._reuse.prime(window, encoded)
+        segments, info = self._decode(samples, language, terms)
+        try:
+            return list(segments), info
+        except (RuntimeError, ValueError) as exc:
+            raise TranscriptionError(f"Whisper failed on {seconds:.2f} s of audio: {exc}") from exc
 
     def _decode(self, samples: np.ndarray, language: str | None, terms: str | None) -> tuple[Any, Any]:
         """faster-whisper's lazy segment generator and its TranscriptionInfo."""
@@ -287,25 +314,47 @@ class WhisperASR:
 
 
 class _EncoderReuse:
-    """Stands in for a WhisperModel's `encode`: hands back a primed encoder output once, when faster-whisper
-    asks to encode the very same features (the first window of a call whose language was just detected
-    from it); every other call is encoded as usual. The check is on the features themselves, so a stale or
-    mismatched primed output is never used."""
+    """Stands in for a WhisperModel's `encode` (faster-whisper calls it as self.encode).
+
+    It hands back a primed encoder output once, when faster-whisper asks to encode the very same features
+    (the first window of a call whose language was just detected from it); the check is on the features
+    themselves, so a stale or mismatched output is never used. Within `context(frames)` it encodes only
+    the window's features up to the last frame of audio plus one second, and at least `frames` of them
+    (`ASROptions.audio_context_s`); the setting is per thread.
+    """
+
+    MARGIN_FRAMES = 100  # one second of features (10 ms each) kept after the audio
 
     def __init__(self, model: Any) -> None:
         self._encode = model.encode
         self._primed: tuple[np.ndarray, Any] | None = None
+        self._local = threading.local()
         self.reused = 0
-        model.encode = self  # the instance attribute shadows the method faster-whisper calls as self.encode
+        model.encode = self  # the instance attribute shadows the method
 
     def prime(self, features: np.ndarray, encoded: Any) -> None:
         self._primed = (features, encoded)
+
+    @contextlib.contextmanager
+    def context(self, frames: int | None) -> Iterator[None]:
+        self._local.frames = frames
+        try:
+            yield
+        finally:
+            self._local.frames = None
 
     def __call__(self, features: np.ndarray) -> Any:
         primed, self._primed = self._primed, None
         if primed is not None and primed[0].shape == features.shape and np.array_equal(primed[0], features):
             self.reused += 1
             return primed[1]
+        frames = getattr(self._local, "frames", None)
+        if frames is not None:
+            window = features[0] if features.ndim == 3 else features
+            heard = np.flatnonzero(np.any(window != 0, axis=0))  # pad_or_trim pads with zeros
+            keep = min(window.shape[-1], max(frames, (int(heard[-1]) + 1 if len(heard) else 0) + self.MARGIN_FRAMES))
+            keep += keep % 2  # the encoder's convolution halves the frames
+            features = np.ascontiguousarray(window[:, :keep])
         return self._encode(features)
 
 

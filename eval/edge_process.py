@@ -133,8 +133,12 @@ def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any
     partial_asr = None
     if job.get("partials"):
         partial_model = job["partials"].get("model") or job["model"]
-        partial_asr = asr if partial_model == job["model"] else WhisperASR(ASROptions(
-            model=partial_model, cpu_threads=int(job.get("threads", 2)), beam_size=1, language=language))
+        from meetmem.edge.partials import AUDIO_CONTEXT_S
+
+        context = job["partials"].get("audio_context_s", AUDIO_CONTEXT_S)
+        partial_asr = asr.with_options(audio_context_s=context, beam_size=1) if partial_model == job["model"] else \
+            WhisperASR(ASROptions(model=partial_model, cpu_threads=int(job.get("threads", 2)), beam_size=1,
+                                  language=language, audio_context_s=context))
         out["rss_after_partials_load_mb"] = proc_status().get("VmRSS")
     packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-") as tmp:

@@ -156,6 +156,29 @@ def test_detecting_the_language_costs_no_second_encoder_pass(base_asr, budget_sp
 
 
 @pytest.mark.model
+def test_a_shorter_audio_context_encodes_the_speech_only_and_keeps_the_words(tiny_asr, budget_speech,
+                                                                            monkeypatch) -> None:
+    """Partial passes encode the audio heard plus a second (at least 15 s), not a 30 s window of padding."""
+    short = tiny_asr.with_options(audio_context_s=15.0)
+    assert short._model is tiny_asr._model and tiny_asr.options.audio_context_s is None
+    frames: list[int] = []
+    real = tiny_asr._reuse._encode
+    monkeypatch.setattr(tiny_asr._reuse, "_encode", lambda features: frames.append(features.shape[-1]) or
+                        real(features))
+    full = text_of(tiny_asr.transcribe(budget_speech.samples, language="en"))
+    reduced = text_of(short.transcribe(budget_speech.samples, language="en"))
+    assert frames == [3000, 1500]  # the clip is shorter than 14 s: the 15 s minimum
+    print(f"full window: {full!r}; 15 s context: {reduced!r}", file=sys.stderr)
+    assert wer(budget_speech.text, reduced) <= wer(budget_speech.text, full) + 0.1
+    copies = int(np.ceil(20 * SAMPLE_RATE / len(budget_speech.samples)))
+    long = np.concatenate([budget_speech.samples] * copies)[: 20 * SAMPLE_RATE]  # 20 s: the context follows it
+    short.transcribe(long, language="en")
+    assert 2000 + 100 <= frames[-1] <= 2000 + 100 + 2
+    with pytest.raises(ValueError, match="audio_context_s"):
+        ASROptions(audio_context_s=0.5)
+
+
+@pytest.mark.model
 @pytest.mark.parametrize("asr_fixture", ["base_asr", "tiny_asr"])
 def test_silence_and_noise_give_no_text(asr_fixture: str, sox, tmp_path, request: pytest.FixtureRequest) -> None:
     """Digital silence, pink noise and mains hum in one clip: Whisper's classic hallucination bait."""
