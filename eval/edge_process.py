@@ -222,10 +222,10 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
                        **{k: calls[-1][k] for k in ("reached_asr", "transcribe_s")}})
         return result
 
-    def ack(meeting_id: str, seqs: Any) -> None:
+    def ack(meeting_id: str, seqs: Any, **kwargs: Any) -> None:
         now = clock.now()  # the cloud's answer has arrived; what follows is the outbox's own delete
         acked.update({seq: now for seq in seqs})
-        real_ack(meeting_id, seqs)
+        real_ack(meeting_id, seqs, **kwargs)  # the receipt, since the cloud signs what it stored
 
     chunks = first_seconds(audio.read_file(item["path"], chunk_seconds=float(item.get("chunk_seconds", 1.0))),
                            item.get("seconds"))
