@@ -37,6 +37,9 @@ _CJK = ("\u3400", "\u9fff")
 #: the next waits d * (1 / PARTIAL_DUTY - 1) seconds, so on a slow or busy board the partials thin out
 #: instead of holding back the finals behind them.
 PARTIAL_DUTY = 0.5
+#: No partial pass starts once the speaker has paused this long: the utterance is likely to end within the
+#: VAD's `min_silence_ms`, its final is then due, and a pass started now would only hold it back.
+PARTIAL_QUIET_MS = 240
 #: Silence put between packed utterances (as long as the VAD's default pause), and how far a recognised
 #: piece may reach into a second utterance before the pack is transcribed utterance by utterance instead.
 PACK_GAP = 0.6
@@ -158,7 +161,8 @@ class CaptureAgent:
         self.partials = partials
         self.on_partial = on_partial
         self.speakers = speakers
-        self._speaking: tuple[int, np.ndarray] | None = None  # the utterance in progress (reader thread's)
+        # The utterance in progress (reader thread's): its first sample, its audio, its trailing silence (ms).
+        self._speaking: tuple[int, np.ndarray, int] | None = None
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
         self._partial_rest_until = 0.0  # monotonic time before which no partial pass starts (PARTIAL_DUTY)
 
@@ -236,7 +240,9 @@ class CaptureAgent:
                     for utterance in vad.feed(chunk):
                         found.put(utterance)
                     if self.partials is not None:
-                        self._speaking = vad.in_progress()  # one reference swap: read by the other thread
+                        speaking = vad.in_progress()
+                        # One reference swap: read by the other thread.
+                        self._speaking = None if speaking is None else (*speaking, vad.trailing_silence_ms)
                     status.audio_time = (start_samples + vad.samples_seen) / SAMPLE_RATE
                 for utterance in vad.finish():
                     found.put(utterance)
@@ -286,9 +292,9 @@ class CaptureAgent:
         speaking = self._speaking
         if self.partials is None or speaking is None or speaking[0] < self._final_until:
             return
-        if time.monotonic() < self._partial_rest_until:
+        if time.monotonic() < self._partial_rest_until or speaking[2] >= PARTIAL_QUIET_MS:
             return
-        start, audio = speaking
+        start, audio, _ = speaking
         if self.partials.language is None and self.languages.language is not None:
             self.partials.language = self.languages.language  # the finals' detected language
         self.partials.insert_audio_chunk(start, audio)

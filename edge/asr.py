@@ -13,11 +13,14 @@ nothing, and a missing package raises `ModelUnavailable` naming the extra to ins
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import logging
 import os
+import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,6 +101,11 @@ class ASROptions:
         temperatures: decoding temperatures tried in turn when the output looks like a loop or is unsure.
             The default, greedy 0.0 alone, is deterministic (a fallback samples at random) and keeps the
             time per utterance bounded on a small board.
+        audio_context_s: encode only the audio heard plus one second, and at least this many seconds, instead
+            of Whisper's whole 30 s window padded with silence (None, as Whisper was trained). 15 s makes a
+            pass over a few seconds of speech about three times cheaper with much the same words (whisper.cpp
+            calls it the audio context); shorter contexts make Whisper loop. For partial captions, which the
+            final segment replaces, not for finals.
     """
 
     model: str = "base"
@@ -112,12 +120,15 @@ class ASROptions:
     suspect_no_speech: float = 0.3
     temperatures: tuple[float, ...] = (0.0,)
     compute_type: str = "int8"
+    audio_context_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.glossary_as not in ("hotwords", "prompt"):
             raise ValueError(f"glossary_as must be 'hotwords' or 'prompt', not {self.glossary_as!r}")
         if self.cpu_threads < 1 or self.beam_size < 1:
             raise ValueError("cpu_threads and beam_size must be at least 1")
+        if self.audio_context_s is not None and not 1.0 <= self.audio_context_s <= 30.0:
+            raise ValueError(f"audio_context_s must be between 1 and 30 seconds, not {self.audio_context_s:g}")
 
 
 def normalise_phrase(text: str) -> str:
@@ -169,6 +180,7 @@ class WhisperASR:
         except (RuntimeError, ValueError, OSError) as exc:
             raise ModelUnavailable(self.options.model, f"cannot load the model from {folder} ({exc})") from exc
         self.model_dir = os.fspath(folder)
+        self._reuse = _EncoderReuse(self._model)
         self.multilingual = bool(self._model.model.is_multilingual)
         self._to_simplified = None
         if self.multilingual:
@@ -180,6 +192,13 @@ class WhisperASR:
             self._to_simplified = OpenCC("t2s").convert
         logger.info("loaded Whisper %s from %s (%s, %d thread(s), beam %d)", self.options.model, folder,
                     self.options.compute_type, self.options.cpu_threads, self.options.beam_size)
+
+    def with_options(self, **changes: Any) -> WhisperASR:
+        """The same loaded model decoding with other options (`audio_context_s` for partial captions on the
+        finals' model): no second copy of the weights."""
+        clone = copy.copy(self)
+        clone.options = dataclasses.replace(self.options, **changes)
+        return clone
 
     def use_greedy(self) -> bool:
         """Decode with beam 1 from now on (a step the capture takes when it falls behind); True when the beam
@@ -194,12 +213,30 @@ class WhisperASR:
         """The most probable language of `audio` among `options.languages`, with its probability."""
         if not self.multilingual:
             return "en", 1.0
-        _, _, ranked = self._model.detect_language(_as_float32(audio))
+        samples = _as_float32(audio)
+        language, probability, _ = self._detect(self._first_window(samples))
+        return language, probability
+
+    def _first_window(self, samples: np.ndarray) -> np.ndarray:
+        """The log-mel features of the first window faster-whisper encodes for `samples` (as its
+        `generate_segments` cuts and pads them: the same array, so the encoder's output can be reused)."""
+        from faster_whisper.audio import pad_or_trim
+
+        features = self._model.feature_extractor(samples)
+        frames = min(self._model.feature_extractor.nb_max_frames, features.shape[-1] - 1)
+        return pad_or_trim(features[:, :frames])
+
+    def _detect(self, window: np.ndarray) -> tuple[str, float, Any]:
+        """The likeliest language among `options.languages` from one encoder pass over `window`, with its
+        probability and the encoder's output."""
+        encoded = self._model.encode(window)
+        ranked = [(token[2:-2], probability) for token, probability in self._model.model.detect_language(encoded)[0]]
         allowed = self.options.languages
-        for language, probability in sorted(ranked, key=lambda pair: -pair[1]):
-            if allowed is None or language in allowed:
-                return language, probability
-        return ranked[0]
+        language, probability = next(((lang, prob) for lang, prob in ranked if allowed is None or lang in allowed),
+                                     ranked[0])
+        if language != ranked[0][0]:
+            logger.debug("detected %s (%.2f), not among %s: using %s", ranked[0][0], ranked[0][1], allowed, language)
+        return language, probability, encoded
 
     def transcribe(self, audio: np.ndarray, *, offset: float = 0.0, language: str | None = None,
                    glossary: Sequence[str] = ()) -> list[TranscriptPiece]:
@@ -220,20 +257,9 @@ class WhisperASR:
         if not self.multilingual:
             language = "en"
         terms = ", ".join(t.strip() for t in glossary if t and t.strip()) or None
-        segments, info = self._decode(samples, language, terms)
-        allowed = self.options.languages
-        if language is None and allowed is not None and info.language not in allowed:
-            # Detected outside the meeting's languages (short or noisy audio): take the likeliest allowed
-            # one. faster-whisper decodes lazily, so the first attempt cost one encoder pass, no decoding.
-            ranked = sorted(info.all_language_probs or [], key=lambda pair: -pair[1])
-            best = next((lang for lang, _ in ranked if lang in allowed), allowed[0])
-            logger.debug("detected %s (%.2f), not among %s: using %s", info.language, info.language_probability,
-                         allowed, best)
-            segments, info = self._decode(samples, best, terms)
-        try:
-            decoded = list(segments)
-        except (RuntimeError, ValueError) as exc:
-            raise TranscriptionError(f"Whisper failed on {len(samples) / SAMPLE_RATE:.2f} s of audio: {exc}") from exc
+        context = None if self.options.audio_context_s is None else round(self.options.audio_context_s * 100)
+        with self._reuse.context(context):
+            decoded, info = self._recognise(samples, language, terms)
         pieces: list[TranscriptPiece] = []
         for segment in decoded:
             text = segment.text.strip()
@@ -250,6 +276,28 @@ class WhisperASR:
             pieces.append(piece)
         return pieces
 
+    def _recognise(self, samples: np.ndarray, language: str | None, terms: str | None) -> tuple[list[Any], Any]:
+        """faster-whisper's segments and TranscriptionInfo for `samples`, the language detected first when None.
+
+        Detected here, among the meeting's languages, from the encoder's pass over the first window; the
+        decode then reuses that pass (`_EncoderReuse`) instead of encoding the window a second time, as
+        faster-whisper's own detection would.
+        """
+        seconds = len(samples) / SAMPLE_RATE
+        if language is None:
+            try:
+                window = self._first_window(samples)
+                language, _, encoded = self._detect(window)
+            except (RuntimeError, ValueError) as exc:
+                raise TranscriptionError(f"Whisper failed to detect the language of {seconds:.2f} s of audio: "
+                                         f"{exc}") from exc
+            self._reuse.prime(window, encoded)
+        segments, info = self._decode(samples, language, terms)
+        try:
+            return list(segments), info
+        except (RuntimeError, ValueError) as exc:
+            raise TranscriptionError(f"Whisper failed on {seconds:.2f} s of audio: {exc}") from exc
+
     def _decode(self, samples: np.ndarray, language: str | None, terms: str | None) -> tuple[Any, Any]:
         """faster-whisper's lazy segment generator and its TranscriptionInfo."""
         options = self.options
@@ -263,6 +311,51 @@ class WhisperASR:
                 initial_prompt=terms if options.glossary_as == "prompt" else None)
         except (RuntimeError, ValueError) as exc:
             raise TranscriptionError(f"Whisper failed on {len(samples) / SAMPLE_RATE:.2f} s of audio: {exc}") from exc
+
+
+class _EncoderReuse:
+    """Stands in for a WhisperModel's `encode` (faster-whisper calls it as self.encode).
+
+    It hands back a primed encoder output once, when faster-whisper asks to encode the very same features
+    (the first window of a call whose language was just detected from it); the check is on the features
+    themselves, so a stale or mismatched output is never used. Within `context(frames)` it encodes only
+    the window's features up to the last frame of audio plus one second, and at least `frames` of them
+    (`ASROptions.audio_context_s`); the setting is per thread.
+    """
+
+    MARGIN_FRAMES = 100  # one second of features (10 ms each) kept after the audio
+
+    def __init__(self, model: Any) -> None:
+        self._encode = model.encode
+        self._primed: tuple[np.ndarray, Any] | None = None
+        self._local = threading.local()
+        self.reused = 0
+        model.encode = self  # the instance attribute shadows the method
+
+    def prime(self, features: np.ndarray, encoded: Any) -> None:
+        self._primed = (features, encoded)
+
+    @contextlib.contextmanager
+    def context(self, frames: int | None) -> Iterator[None]:
+        self._local.frames = frames
+        try:
+            yield
+        finally:
+            self._local.frames = None
+
+    def __call__(self, features: np.ndarray) -> Any:
+        primed, self._primed = self._primed, None
+        if primed is not None and primed[0].shape == features.shape and np.array_equal(primed[0], features):
+            self.reused += 1
+            return primed[1]
+        frames = getattr(self._local, "frames", None)
+        if frames is not None:
+            window = features[0] if features.ndim == 3 else features
+            heard = np.flatnonzero(np.any(window != 0, axis=0))  # pad_or_trim pads with zeros
+            keep = min(window.shape[-1], max(frames, (int(heard[-1]) + 1 if len(heard) else 0) + self.MARGIN_FRAMES))
+            keep += keep % 2  # the encoder's convolution halves the frames
+            features = np.ascontiguousarray(window[:, :keep])
+        return self._encode(features)
 
 
 def _as_float32(audio: np.ndarray) -> np.ndarray:

@@ -196,6 +196,12 @@ class VADSegmenter:
             return None
         return self._start, self._slice(self._start, self._classified)
 
+    @property
+    def trailing_silence_ms(self) -> int:
+        """How long the utterance in progress has been unvoiced at its end (0 while voiced or in a pause
+        between utterances): a pause that reaches `min_silence_ms` ends the utterance."""
+        return self._unvoiced_run * self.options.frame_ms if self._in_speech else 0
+
     def insert_audio(self, audio: bytes | bytearray | memoryview | np.ndarray) -> None:
         """Queue more audio: 16-bit little-endian PCM bytes, or an int16 / float32 array."""
         samples = to_int16(audio)

@@ -419,6 +419,8 @@ def _library_run(result: dict[str, Any], references: list[str]) -> dict[str, Any
             "language_detections": sum(i["language_detections"] for i in items) if "language_detections" in items[0]
             else len(items),
             "recogniser_calls": sum(i.get("recogniser_calls", 0) for i in items) or None,
+            # every encoder pass of the process: 30 s windows decoded plus language detections
+            "encoder_passes": result.get("encoder_passes"),
             "merged_utterances": sum(i.get("merged_utterances", 0) for i in items),
             "peak_rss_mb": result["peak_rss_mb"], "other_processes_cores": result["process"]["other_processes_cores"]}
 

@@ -90,13 +90,35 @@ def _pin(cores: int | None) -> list[int] | None:
     return sorted(os.sched_getaffinity(0))
 
 
+def count_encoder_passes() -> dict[str, int]:
+    """Counts every Whisper encoder pass (one per 30 s window, one per language detection) from now on in this
+    process: where the time goes, since the encoder costs the same whatever the window holds."""
+    from faster_whisper import WhisperModel
+
+    counter = {"passes": 0}
+    encode = WhisperModel.encode
+
+    def counted(self: Any, features: Any) -> Any:
+        counter["passes"] += 1
+        return encode(self, features)
+
+    WhisperModel.encode = counted  # type: ignore[method-assign]
+    return counter
+
+
 def capture(job: dict[str, Any]) -> dict[str, Any]:
     """Run the job (see the module docstring); returns the figures."""
     # Pinned before the imports: numpy's BLAS starts its threads when imported, and a thread keeps the
     # affinity it was created with (run_edge pins the whole process before it starts, as taskset does).
     pinned = _pin(job.get("pin_cores"))
-    if job.get("plain"):
-        return plain_capture(job, pinned)
+    passes = count_encoder_passes()
+    out = plain_capture(job, pinned) if job.get("plain") else edge_capture(job, pinned)
+    out["encoder_passes"] = passes["passes"]
+    return out
+
+
+def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any]:
+    """The edge's side of `capture`."""
     from meetmem.edge.agent import CaptureOptions
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.outbox import Outbox
@@ -111,8 +133,12 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     partial_asr = None
     if job.get("partials"):
         partial_model = job["partials"].get("model") or job["model"]
-        partial_asr = asr if partial_model == job["model"] else WhisperASR(ASROptions(
-            model=partial_model, cpu_threads=int(job.get("threads", 2)), beam_size=1, language=language))
+        from meetmem.edge.partials import AUDIO_CONTEXT_S
+
+        context = job["partials"].get("audio_context_s", AUDIO_CONTEXT_S)
+        partial_asr = asr.with_options(audio_context_s=context, beam_size=1) if partial_model == job["model"] else \
+            WhisperASR(ASROptions(model=partial_model, cpu_threads=int(job.get("threads", 2)), beam_size=1,
+                                  language=language, audio_context_s=context))
         out["rss_after_partials_load_mb"] = proc_status().get("VmRSS")
     packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-") as tmp:
@@ -196,10 +222,10 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
                        **{k: calls[-1][k] for k in ("reached_asr", "transcribe_s")}})
         return result
 
-    def ack(meeting_id: str, seqs: Any) -> None:
+    def ack(meeting_id: str, seqs: Any, **kwargs: Any) -> None:
         now = clock.now()  # the cloud's answer has arrived; what follows is the outbox's own delete
         acked.update({seq: now for seq in seqs})
-        real_ack(meeting_id, seqs)
+        real_ack(meeting_id, seqs, **kwargs)  # the receipt, since the cloud signs what it stored
 
     chunks = first_seconds(audio.read_file(item["path"], chunk_seconds=float(item.get("chunk_seconds", 1.0))),
                            item.get("seconds"))

@@ -264,17 +264,17 @@ def _partials(args: argparse.Namespace, asr: Any, glossary: tuple[str, ...], clo
         return None, None
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.partial_sender import PartialSender
-    from meetmem.edge.partials import PartialCaption, PartialOptions
+    from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions
 
     english = args.model == "tiny.en" or asr.options.language == "en"
     model = args.partials if args.partials != "auto" else ("tiny.en" if english else args.model)
     if model == args.model:
-        partial_asr = asr
+        partial_asr = asr.with_options(audio_context_s=AUDIO_CONTEXT_S, beam_size=1)
     else:
         if not quiet:
             note(f"loading the Whisper {model} model for partial captions ...")
         partial_asr = WhisperASR(ASROptions(model=model, cpu_threads=args.threads, beam_size=1,
-                                            language=asr.options.language))
+                                            language=asr.options.language, audio_context_s=AUDIO_CONTEXT_S))
     caption = PartialCaption(partial_asr, PartialOptions(cadence_s=args.partial_every), language=asr.options.language,
                              glossary=glossary)
     return caption, PartialSender(cloud, token, args.meeting, device_id)

@@ -93,9 +93,10 @@ def test_live_capture_packs_a_backlog_and_keeps_what_came_before_a_failure(base_
 def test_live_partial_captions_come_while_speaking_and_are_never_stored(tiny_asr: Any,
                                                                        make_speech: Callable[..., Any],
                                                                        tmp_path: Path) -> None:
-    from meetmem.edge.partials import PartialCaption, PartialOptions
+    from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions
 
-    speech = make_speech("We decided to use the aluminium casing for the first batch of the prototypes.")
+    speech = make_speech("We decided to use the aluminium casing for the first batch of the prototypes, and "
+                         "the steel one for the second batch.")
     step = 1600  # 0.1 s chunks at speaking pace, as a microphone delivers them
     chunks = [speech.samples[i : i + step] for i in range(0, len(speech.samples), step)]
     chunks += [np.zeros(step, dtype=np.int16)] * 10  # the pause that ends the utterance
@@ -103,7 +104,9 @@ def test_live_partial_captions_come_while_speaking_and_are_never_stored(tiny_asr
     with Outbox(tmp_path / "o.db") as outbox:
         agent = CaptureAgent(tiny_asr, outbox, CaptureOptions(meeting_id="m", language="en"),
                              on_segment=lambda s: events.append(("final", s)),
-                             partials=PartialCaption(tiny_asr, PartialOptions(cadence_s=0.4), language="en"),
+                             # as `edge run --partials` sets them up: a 15 s audio context
+                             partials=PartialCaption(tiny_asr.with_options(audio_context_s=AUDIO_CONTEXT_S),
+                                                     PartialOptions(cadence_s=0.4), language="en"),
                              on_partial=lambda p: events.append(("partial", p)))
         status = agent.run(audio.paced(chunks), source="live:mic", live=True)
         stored = outbox.pending(100)

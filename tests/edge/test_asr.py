@@ -135,6 +135,50 @@ def test_language_is_detected_among_the_meetings_languages(base_asr, budget_spee
 
 
 @pytest.mark.model
+def test_detecting_the_language_costs_no_second_encoder_pass(base_asr, budget_speech, monkeypatch) -> None:
+    """The language is detected from the encoder's pass over the first window and the decode reuses it:
+    one encoder pass per window, with or without detection, and the same words as with the language given."""
+    audio = budget_speech.samples.astype(np.float32) / 32768
+    reuse = base_asr._reuse
+    passes: list[int] = []
+    real = reuse._encode
+    monkeypatch.setattr(reuse, "_encode", lambda features: passes.append(1) or real(features))
+    given = base_asr.transcribe(audio, language="en")
+    assert len(passes) == 1
+    reused = reuse.reused
+    detected = base_asr.transcribe(audio)
+    assert len(passes) == 2 and reuse.reused == reused + 1
+    assert [p.text for p in detected] == [p.text for p in given] and detected[0].language == "en"
+    # A primed output is only ever handed back for the very features it came from.
+    base_asr._reuse.prime(np.zeros((80, 3000), dtype=np.float32), "stale")
+    assert base_asr.transcribe(audio, language="en") == given
+    assert len(passes) == 3
+
+
+@pytest.mark.model
+def test_a_shorter_audio_context_encodes_the_speech_only_and_keeps_the_words(tiny_asr, budget_speech,
+                                                                            monkeypatch) -> None:
+    """Partial passes encode the audio heard plus a second (at least 15 s), not a 30 s window of padding."""
+    short = tiny_asr.with_options(audio_context_s=15.0)
+    assert short._model is tiny_asr._model and tiny_asr.options.audio_context_s is None
+    frames: list[int] = []
+    real = tiny_asr._reuse._encode
+    monkeypatch.setattr(tiny_asr._reuse, "_encode", lambda features: frames.append(features.shape[-1]) or
+                        real(features))
+    full = text_of(tiny_asr.transcribe(budget_speech.samples, language="en"))
+    reduced = text_of(short.transcribe(budget_speech.samples, language="en"))
+    assert frames == [3000, 1500]  # the clip is shorter than 14 s: the 15 s minimum
+    print(f"full window: {full!r}; 15 s context: {reduced!r}", file=sys.stderr)
+    assert wer(budget_speech.text, reduced) <= wer(budget_speech.text, full) + 0.1
+    copies = int(np.ceil(20 * SAMPLE_RATE / len(budget_speech.samples)))
+    long = np.concatenate([budget_speech.samples] * copies)[: 20 * SAMPLE_RATE]  # 20 s: the context follows it
+    short.transcribe(long, language="en")
+    assert 2000 + 100 <= frames[-1] <= 2000 + 100 + 2
+    with pytest.raises(ValueError, match="audio_context_s"):
+        ASROptions(audio_context_s=0.5)
+
+
+@pytest.mark.model
 @pytest.mark.parametrize("asr_fixture", ["base_asr", "tiny_asr"])
 def test_silence_and_noise_give_no_text(asr_fixture: str, sox, tmp_path, request: pytest.FixtureRequest) -> None:
     """Digital silence, pink noise and mains hum in one clip: Whisper's classic hallucination bait."""

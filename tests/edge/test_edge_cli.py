@@ -276,3 +276,18 @@ def test_partial_captions_reach_the_live_stream_and_only_finals_are_stored(
     assert all(p["text"] and p["device_id"] == finals[0]["device_id"] for p in partials)
     rows = _segments(server.url, token, "live")
     assert len(rows) == len(SENTENCES) + 1  # the partials were never stored
+
+
+def test_the_edge_benchmark_process_sees_every_segment_acknowledged(server: Any, meeting_audio: Any) -> None:
+    """`bench edge`'s edge process (its latency part) against a real cloud: the timed outbox it wraps still
+    stores the cloud's receipts, and every segment is acknowledged, timed, and counted with its encoder passes."""
+    from meetmem.eval.bench.edge_process import run_edge
+
+    result = run_edge({"model": "tiny.en", "threads": 2, "language": "en",
+                       "cloud": {"url": server.url, "token": server.token("bench"), "timeout": 60.0},
+                       "inputs": [{"path": str(meeting_audio.path), "meeting": "bench-acks"}]})
+    item = result["inputs"][0]
+    assert item["drained"] is True and item["pending_after"] == 0
+    assert len(item["segments"]) == len(SENTENCES)
+    assert all(s["acked"] is not None and s["acked"] >= s["stored"] for s in item["segments"])
+    assert result["encoder_passes"] >= item["recogniser_calls"] >= 1

@@ -158,3 +158,17 @@ def test_quiet_speech_is_still_found(two_sentences) -> None:
         assert utterance.start <= start + 0.1 and utterance.end >= end - 0.1
         expected = quiet[utterance.start_sample:utterance.end_sample].astype(np.float32) / 32768.0
         assert np.allclose(utterance.audio, expected)
+
+
+def test_trailing_silence_counts_the_pause_at_the_end_of_the_utterance_in_progress(two_sentences) -> None:
+    """What the capture reads to hold back a partial pass when an utterance is about to end."""
+    first_end = two_sentences.spans[0][1]
+    segmenter = VADSegmenter()
+    assert segmenter.trailing_silence_ms == 0
+    segmenter.feed(two_sentences.samples[: int((first_end - 0.5) * SAMPLE_RATE)])
+    assert segmenter.in_speech and segmenter.trailing_silence_ms < 240  # mid-sentence
+    segmenter.feed(two_sentences.samples[int((first_end - 0.5) * SAMPLE_RATE): int((first_end + 0.4) * SAMPLE_RATE)])
+    assert segmenter.in_speech  # 0.4 s into the pause: not ended yet (600 ms), but quiet for a while
+    assert 240 <= segmenter.trailing_silence_ms < VADOptions().min_silence_ms
+    segmenter.feed(two_sentences.samples[int((first_end + 0.4) * SAMPLE_RATE): int((first_end + 1.0) * SAMPLE_RATE)])
+    assert not segmenter.in_speech and segmenter.trailing_silence_ms == 0
