@@ -264,6 +264,12 @@ class RoutedAnswers:
             return None
         return self.directory(meeting_id, tenant=tenant).resolve(mention)
 
+    def _shown(self, meeting_id: str, tenant: str, label: str) -> str:
+        """A label as the answer shows it: with its name in the meeting's speaker map ("Priya (S2)")."""
+        names = names_by_label(self.log.segments(meeting_id, tenant=tenant),
+                               read_current(self.log, meeting_id, tenant=tenant))
+        return f"{names[label][0]} ({label})" if label in names and names[label][0] != label else label
+
     def _speaker(self, meeting_id: str, tenant: str, question: str, request: RouteRequest) -> Answer | None:
         resolved = self._resolve_speaker(meeting_id, tenant, request.speaker_mention)
         if resolved is None:
@@ -283,7 +289,7 @@ class RoutedAnswers:
         if not chosen:
             return self._made(question, "verbatim", f"{label} said nothing about that in this meeting.", [],
                               request, {})
-        text = f"{label} said:\n" + "\n".join(f"- {self._quote(s)}" for s in chosen)
+        text = f"{self._shown(meeting_id, tenant, label)} said:\n" + "\n".join(f"- {self._quote(s)}" for s in chosen)
         reasons = {s.segment_id: f"said by {label}, ranked by the topic" for s in chosen}
         return self._made(question, "verbatim", text, chosen, request, reasons)
 

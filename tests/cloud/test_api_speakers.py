@@ -132,6 +132,7 @@ def test_asks_and_ledger_owners_use_the_map(loaded: tuple[Api, dict[str, str]]) 
     got = r.json()
     assert got["citations"] and {c["speaker"] for c in got["citations"]} == {"S2"}, got
     assert "not using titanium" in got["answer"]
+    assert got["answer"].startswith("Priya (S2) said:"), got["answer"]
     # Renamed by a user: the new name finds S3, and the suggestion's name no longer does.
     api.client.put(f"/v1/meetings/{MEETING}/speakers", json={"speakers": {"S3": "Thomas"}}, headers=headers)
     got = api.client.post(f"/v1/meetings/{MEETING}/ask", json={"question": "What did Thomas say about the hinge?"},
