@@ -69,7 +69,7 @@ def overview_answer(
     parts: list[str] = []
     cited: list[str] = []
     if focus:
-        owner = _asked_owner(question)
+        owner = asked_owner(question)
         for kind in focus:
             items = [i for i in current if i.kind == kind]
             if kind == "todo" and owner is not None:
@@ -122,7 +122,7 @@ def _about(question: str, items: list[LedgerItem]) -> list[LedgerItem]:
     return [i for i in items if asked & {w.casefold()[:5] for w in _WORD_RE.findall(i.text)}]
 
 
-def _asked_owner(question: str) -> str | None:
+def asked_owner(question: str) -> str | None:
     """The person a todo question is about ("what does Priya owe?"), if it names one."""
     match = _OWNER_RE.search(question)
     if match is None:

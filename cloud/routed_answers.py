@@ -192,9 +192,9 @@ class RoutedAnswers:
 
     # -- topic ------------------------------------------------------------------------------------------
     def _topic(self, meeting_id: str, tenant: str, question: str, request: RouteRequest) -> Answer | None:
-        from .overview import _asked_owner
+        from .overview import asked_owner
 
-        if "todo" in request.focus and _asked_owner(question) is not None:
+        if "todo" in request.focus and asked_owner(question) is not None:
             return None  # "what does Dana owe?" is about a person: the overview path filters by owner
         digest = self._digest(meeting_id, tenant)
         hits = self._hits(meeting_id, tenant, request.topic, k=30)

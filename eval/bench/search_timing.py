@@ -23,7 +23,7 @@ def timed_build(search: Any, meeting_id: str, tenant: str, progress: Any = None)
     chain_sw, vec_sw, tok_sw = Stopwatch(), Stopwatch(), Stopwatch()
     t0, c0 = time.perf_counter(), time.process_time()
     with patched(search.log, "chain", chain_sw.wrap_iter(search.log.chain)), \
-            patched(search, "_vectors_for", vec_sw.wrap(search._vectors_for)), \
+            patched(search, "vectors_for", vec_sw.wrap(search.vectors_for)), \
             patched(search.tokenizer, "tokens", tok_sw.wrap(search.tokenizer.tokens)):
         search.meeting_index(meeting_id, tenant=tenant, progress=progress)
     total = time.perf_counter() - t0
@@ -101,13 +101,13 @@ def search_components(search: Any, meeting_id: str, tenant: str, questions: Sequ
         with clocks["catch_up_meeting_index"]():
             index = search.meeting_index(meeting_id, tenant=tenant)
         with clocks["mask"]():
-            mask = search._mask(index, None)
+            mask = search.mask(index, None)
         with clocks["query_tokenize"]():
             tokens = search.tokenizer.tokens(f.question)
         with clocks["bm25_top"]():
             bm = index.bm25.top(tokens, pool, mask)
         bm25 = index.bm25
-        postings.append(sum(len(bm25._docs[bm25._term_ids[t]]) for t in tokens if t in bm25._term_ids))
+        postings.append(sum(bm25.postings(t) for t in tokens))
         rankings: list[list[tuple[int, float]]] = []
         if vectors:
             with clocks["dense_top"]():

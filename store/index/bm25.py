@@ -94,6 +94,11 @@ class BM25Index:
         """True when some document contains `term`."""
         return term in self._term_ids
 
+    def postings(self, term: str) -> int:
+        """How many documents contain `term` (the length of its postings list; 0 for an unknown term)."""
+        tid = self._term_ids.get(term)
+        return 0 if tid is None else len(self._docs[tid])
+
     def holds(self, term: str, doc: int) -> bool:
         """True when document `doc` contains `term` (postings are in document order: a binary search)."""
         tid = self._term_ids.get(term)

@@ -254,12 +254,14 @@ class TranscriptSearch:
                 "PRIMARY KEY (segment_id, model))"
             )
 
-    def _vectors_for(
+    def vectors_for(
         self,
         embedder: Embedder,
         segments: Sequence[Segment],
         progress: Progress | None = None,
     ) -> np.ndarray:
+        """The embedder's vectors of `segments`, in order: from the vector cache where it holds them, else
+        embedded now (and cached)."""
         name, dim = vector_key(embedder.name, speaker=self.options.embed_speaker), embedder.dim
         ids = [s.segment_id for s in segments]
         row_of = {sid: i for i, sid in enumerate(ids)}
@@ -355,7 +357,7 @@ class TranscriptSearch:
                 groups.setdefault(routes.for_segment(seg.text, seg.lang).name, []).append(i)
         models = routes.by_name() if routes is not None else {}
         vectors = {
-            name: self._vectors_for(models[name], [segments[i] for i in members], progress)
+            name: self.vectors_for(models[name], [segments[i] for i in members], progress)
             for name, members in groups.items()
         }
         return groups, vectors, {name: models[name].dim for name in groups}
@@ -456,7 +458,9 @@ class TranscriptSearch:
             return out
 
     # -- search -----------------------------------------------------------------------------------------
-    def _mask(self, index: MeetingIndex, filters: SearchFilters | None) -> np.ndarray | None:
+    def mask(self, index: MeetingIndex, filters: SearchFilters | None) -> np.ndarray | None:
+        """Which of the index's documents a search may return (superseded ones and those outside `filters`
+        are off); None when all may."""
         n = len(index)
         mask: np.ndarray | None = None
         if index.superseded:
@@ -519,7 +523,7 @@ class TranscriptSearch:
         pool = max(self.options.pool, k)
         terms = self.tokenizer.tokens(query)
         with span("rank"), index.lock:
-            mask = self._mask(index, filters)
+            mask = self.mask(index, filters)
             bm25_hits = index.bm25.top(terms, pool, mask) if mode != "dense" else []
             dense_rankings = [
                 dense.top(vectors[name], pool, mask) for name, dense in index.dense.items() if name in vectors

@@ -126,3 +126,11 @@ def test_an_empty_index_scores_nothing() -> None:
     engine = BM25Index()
     assert engine.scores(["x"]).shape == (0,)
     assert engine.top(["x"], 5) == []
+
+
+def test_postings_counts_the_documents_holding_a_term() -> None:
+    corpus = _random_corpus(seed=5, docs=200, vocabulary=40)
+    index = _engine(corpus)
+    for term in ("w0", "w7", "w39"):
+        assert index.postings(term) == sum(term in set(doc) for doc in corpus)
+    assert index.postings("never-said") == 0
