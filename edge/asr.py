@@ -318,9 +318,9 @@ class _EncoderReuse:
 
     It hands back a primed encoder output once, when faster-whisper asks to encode the very same features
     (the first window of a call whose language was just detected from it); the check is on the features
-    themselves, so a stale or mismatched output is never used, and per thread. Within `context(frames)` it encodes only
-    the window's features up to the last frame of audio plus one second, and at least `frames` of them
-    (`ASROptions.audio_context_s`); the setting is per thread.
+    themselves, so a stale or mismatched output is never used. Within `context(frames)` it encodes only the
+    window's features up to the last frame of audio plus one second, and at least `frames` of them
+    (`ASROptions.audio_context_s`). Both the primed output and the context are per thread.
     """
 
     MARGIN_FRAMES = 100  # one second of features (10 ms each) kept after the audio
