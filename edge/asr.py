@@ -318,22 +318,21 @@ class _EncoderReuse:
 
     It hands back a primed encoder output once, when faster-whisper asks to encode the very same features
     (the first window of a call whose language was just detected from it); the check is on the features
-    themselves, so a stale or mismatched output is never used. Within `context(frames)` it encodes only
-    the window's features up to the last frame of audio plus one second, and at least `frames` of them
-    (`ASROptions.audio_context_s`); the setting is per thread.
+    themselves, so a stale or mismatched output is never used. Within `context(frames)` it encodes only the
+    window's features up to the last frame of audio plus one second, and at least `frames` of them
+    (`ASROptions.audio_context_s`). Both the primed output and the context are per thread.
     """
 
     MARGIN_FRAMES = 100  # one second of features (10 ms each) kept after the audio
 
     def __init__(self, model: Any) -> None:
         self._encode = model.encode
-        self._primed: tuple[np.ndarray, Any] | None = None
-        self._local = threading.local()
+        self._local = threading.local()  # the primed output and the context, per thread
         self.reused = 0
         model.encode = self  # the instance attribute shadows the method
 
     def prime(self, features: np.ndarray, encoded: Any) -> None:
-        self._primed = (features, encoded)
+        self._local.primed = (features, encoded)
 
     @contextlib.contextmanager
     def context(self, frames: int | None) -> Iterator[None]:
@@ -344,7 +343,8 @@ class _EncoderReuse:
             self._local.frames = None
 
     def __call__(self, features: np.ndarray) -> Any:
-        primed, self._primed = self._primed, None
+        primed = getattr(self._local, "primed", None)
+        self._local.primed = None
         if primed is not None and primed[0].shape == features.shape and np.array_equal(primed[0], features):
             self.reused += 1
             return primed[1]

@@ -120,6 +120,26 @@ def test_live_partial_captions_come_while_speaking_and_are_never_stored(tiny_asr
     assert "casing" in stored[0].text.lower()
 
 
+def test_no_partial_pass_starts_once_the_speaker_has_paused(tiny_asr: Any, make_speech: Callable[..., Any],
+                                                             tmp_path: Path) -> None:
+    """A pass in the pause before the utterance ends would hold its final back: none starts after 240 ms of
+    quiet; while the speaker is still talking one does."""
+    from meetmem.edge.agent import PARTIAL_QUIET_MS
+    from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions
+
+    speech = make_speech("The supplier wants the final order by Friday morning.")
+    with Outbox(tmp_path / "o.db") as outbox:
+        agent = CaptureAgent(tiny_asr, outbox, CaptureOptions(meeting_id="m", language="en"),
+                             partials=PartialCaption(tiny_asr.with_options(audio_context_s=AUDIO_CONTEXT_S),
+                                                     PartialOptions(cadence_s=0.4), language="en"))
+        agent._speaking = (0, speech.samples, PARTIAL_QUIET_MS)  # what the reader thread publishes
+        agent._partial_pass(0.0)
+        assert agent.status.partial_passes == 0
+        agent._speaking = (0, speech.samples, PARTIAL_QUIET_MS - 30)
+        agent._partial_pass(0.0)
+        assert agent.status.partial_passes == 1
+
+
 def test_falling_behind_takes_the_degradation_steps_in_order_and_reports_them(tmp_path: Path) -> None:
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.vad import Utterance
