@@ -283,6 +283,11 @@ class MeetingService:
         return {"meeting_id": meeting_id,
                 "speakers": speaker_map(self.log.segments(meeting_id, tenant=tenant), stored)}
 
+    def speaker_names(self, tenant: str, meeting_id: str) -> dict[str, str]:
+        """Label -> name now, for the labels the meeting's speaker map names (a user's or a suggestion)."""
+        return {entry["label"]: entry["name"] for entry in self.speakers(tenant, meeting_id)["speakers"]
+                if entry["name"]}
+
     def set_speakers(self, tenant: str, meeting_id: str, names: dict[str, str | None]) -> dict[str, Any]:
         """Name (or withdraw the name of) labels: a new version each, the segments untouched."""
         from meetmem.store.speaker_map import SpeakerMap

@@ -30,6 +30,11 @@ _ADDRESS_END_RE = re.compile(rf"(?:,|\b(?:to you|over to|go ahead|what about you
                              rf"{_NAME}\s*[?.!]*\s*$")
 _ADDRESS_START_RE = re.compile(rf"^\s*(?:(?:So|OK|Okay|And|Now|Well|Right)\s*,?\s+)?{_NAME},\s+(?:what|how|can|could|"
                                r"would|do|did|are|is|will|any|you|please|tell|go)\b")
+# The labels a voice gets when nobody has named it: the edge's `S1`, `S2`, ... and `wearer`, and the usual
+# diarizer forms. Only these get suggestions: a label that is a name already ("Bob", from a device set to its
+# wearer or an imported transcript) is the transcript's own, and "Dana, what do you think?" before Bob
+# speaks does not make Bob Dana. A user can still name any label.
+ANONYMOUS_LABEL_RE = re.compile(r"^(?:S\d+|wearer|spk_?\d+|speaker[ _-]?\d+|unknown|guest[ _-]?\d*)$", re.I)
 _NOT_NAMES = _NOT_INTRO_NAMES | frozenset("""Yes No Yeah Thanks Thank Well So Okay Hi Hello Hey Everyone All Guys
 Team Folks Please Great Cool Now Then Again Too Sir Madam Today Tomorrow Monday Tuesday Wednesday Thursday Friday
 Saturday Sunday""".split())
@@ -54,10 +59,12 @@ def _cite(segment: Segment, how: str) -> dict[str, Any]:
 
 
 def suggest(segments: Sequence[Segment]) -> dict[str, Suggestion]:
-    """The suggested name of each label that has one."""
+    """The suggested name of each anonymous label (`ANONYMOUS_LABEL_RE`) that has one."""
     found: dict[tuple[str, str], Suggestion] = {}
 
     def add(label: str, name: str, weight: int, evidence: list[dict[str, Any]]) -> None:
+        if not ANONYMOUS_LABEL_RE.match(label):
+            return
         item = found.setdefault((label, name), Suggestion(label, name))
         item.weight += weight
         item.evidence.extend(evidence)
