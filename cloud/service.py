@@ -26,7 +26,7 @@ from meetmem.store.tombstones import Tombstone
 
 from .indexer import BackgroundIndexer
 from .live import LiveFeed
-from .sessions import SessionStore
+from .sessions import session_store_for
 from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class MeetingService:
         self.log = log
         self.search = search
         self.answerer = answerer
-        self.sessions = SessionStore()
+        self.sessions = session_store_for(log)
         self.options = options or ServiceOptions()
         self.clock = clock
         self.voice = voice or VoiceQuestions("none")

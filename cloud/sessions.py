@@ -7,10 +7,13 @@ unchanged part is byte-identical to the previous prompt (a provider's prompt cac
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
+from datetime import UTC, datetime
+from typing import Any
 
-from .compiler import Turn
+from .compiler import Evidence, Turn
 
 #: How many sessions the service keeps in memory; the least recently used go first.
 MAX_SESSIONS = 1000
@@ -73,3 +76,81 @@ class SessionStore:
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
+
+
+class PgAskSession:
+    """One conversation kept in PostgreSQL (table `ask_turns`): any API process reads its rounds.
+
+    `lock` orders the questions of a session within this process; two processes asking in the same session
+    at the same moment each see the rounds stored before they began.
+    """
+
+    def __init__(self, log: Any, key: tuple[str, str, str], lock: threading.RLock) -> None:
+        self.log = log
+        self.key = key
+        self.lock = lock
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        tenant = self.key[0]
+        rows = self.log._rows("SELECT question, answer, evidence FROM ask_turns WHERE tenant = %s AND meeting_id = %s "
+                              "AND session_id = %s ORDER BY n", self.key, tenant=tenant)
+        shown = [json.loads(r[2]) for r in rows]
+        segments = self.log.get(sid for evidence in shown for sid, _ in evidence)
+        return tuple(Turn(q, a, tuple(Evidence(segments[sid], reason) for sid, reason in evidence if sid in segments))
+                     for (q, a, _), evidence in zip(rows, shown, strict=True))
+
+    def add(self, turn: Turn) -> None:
+        tenant = self.key[0]
+        evidence = json.dumps([[e.segment.segment_id, e.reason] for e in turn.evidence], ensure_ascii=False)
+        with self.log._session(tenant) as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ("\x1f".join(self.key),))
+            conn.execute("INSERT INTO ask_turns (tenant, meeting_id, session_id, n, question, answer, evidence, "
+                         "asked_at) SELECT %s, %s, %s, COALESCE(MAX(n), -1) + 1, %s, %s, %s, %s FROM ask_turns "
+                         "WHERE tenant = %s AND meeting_id = %s AND session_id = %s",
+                         (*self.key, turn.question, turn.answer, evidence,
+                          datetime.now(UTC).isoformat(timespec="seconds"), *self.key))
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+
+class PgSessionStore:
+    """Sessions kept in the log's PostgreSQL database, so several API processes share them."""
+
+    def __init__(self, log: Any, capacity: int = MAX_SESSIONS) -> None:
+        self.log = log
+        self._locks: OrderedDict[tuple[str, str, str], threading.RLock] = OrderedDict()
+        self._capacity = max(1, capacity)
+        self._lock = threading.Lock()
+
+    def get(self, tenant: str, meeting_id: str, session_id: str) -> PgAskSession:
+        key = (tenant, meeting_id, session_id)
+        with self._lock:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.RLock()
+                while len(self._locks) > self._capacity:
+                    self._locks.popitem(last=False)
+            else:
+                self._locks.move_to_end(key)
+        return PgAskSession(self.log, key, lock)
+
+    def forget(self, tenant: str, meeting_id: str) -> None:
+        """Drop every session of the meeting (after it was deleted; the deletion removed its rows already)."""
+        with self.log._session(tenant) as conn:
+            conn.execute("DELETE FROM ask_turns WHERE tenant = %s AND meeting_id = %s", (tenant, meeting_id))
+        with self._lock:
+            for key in [k for k in self._locks if k[:2] == (tenant, meeting_id)]:
+                del self._locks[key]
+
+    def __len__(self) -> int:
+        return int(self.log._rows("SELECT COUNT(*) FROM (SELECT DISTINCT tenant, meeting_id, session_id "
+                                  "FROM ask_turns) s", tenant="*")[0][0])
+
+
+def session_store_for(log: Any) -> SessionStore | PgSessionStore:
+    """Sessions in memory beside the SQLite log; in the database with PostgreSQL (several API processes)."""
+    if getattr(log, "backend", "sqlite") == "postgres":
+        return PgSessionStore(log)
+    return SessionStore()
