@@ -91,7 +91,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                                llm_system_role=settings.llm_system_role)
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
         answerer = make_answerer(settings, search, digester.stored, stamp=digester.stamp)
-        shared = _shared_across_processes(settings.database_url, transcript_log)
+        shared = _shared_across_processes(settings.database_url)
         service = MeetingService(
             transcript_log,
             search,
@@ -103,7 +103,6 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             digester=digester,
             receipt_key=receipts,
             feed=shared.get("feed"),
-            sessions=shared.get("sessions"),
         )
         app.state.settings = settings
         app.state.tokens = TokenStore(transcript_log)
@@ -117,9 +116,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             close_answerer = getattr(answerer, "close", None)
             if callable(close_answerer):
                 close_answerer()
-            for part in ("feed", "pool"):
-                if part in shared:
-                    shared[part].close()
+            for part in shared.values():
+                part.close()
             transcript_log.close()
 
     from .routers.deps import errors
@@ -266,18 +264,14 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
 
 
-def _shared_across_processes(database_url: str | None, transcript_log: Any) -> dict[str, Any]:
-    """On PostgreSQL, what every `meetmem serve` process on the database shares: live captions' wake-ups and
-    partials (LISTEN/NOTIFY) and ask sessions (a table); nothing on SQLite, whose one process holds them."""
+def _shared_across_processes(database_url: str | None) -> dict[str, Any]:
+    """On PostgreSQL, what every `meetmem serve` process on the database shares beyond the log: live captions'
+    wake-ups and partials (LISTEN/NOTIFY); nothing on SQLite, whose one process holds them. (Ask sessions are
+    chosen by the log: `sessions.session_store_for`.)"""
     from meetmem.store.pg import is_postgres_url
 
     if not is_postgres_url(database_url):
         return {}
-    from meetmem.store.pg.search import connect_pool
-
     from .live import PgLiveFeed
-    from .sessions import PgSessionStore
 
-    pool = connect_pool(str(database_url), max_size=4)
-    feed = PgLiveFeed(str(database_url))
-    return {"pool": pool, "feed": feed, "sessions": PgSessionStore(pool, transcript_log.get)}
+    return {"feed": PgLiveFeed(str(database_url))}

@@ -7,13 +7,13 @@ unchanged part is byte-identical to the previous prompt (a provider's prompt cac
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
-from .compiler import Turn
+from .compiler import Evidence, Turn
 
 #: How many sessions the service keeps in memory; the least recently used go first.
 MAX_SESSIONS = 1000
@@ -79,104 +79,78 @@ class SessionStore:
 
 
 class PgAskSession:
-    """One conversation's rounds, kept in PostgreSQL (`ask_turns`) so every API process sees them.
+    """One conversation kept in PostgreSQL (table `ask_turns`): any API process reads its rounds.
 
-    `lock` orders the questions of a session within this process; two processes answering the same
-    session at once each see the rounds stored before they started, and both rounds are kept.
+    `lock` orders the questions of a session within this process; two processes asking in the same session
+    at the same moment each see the rounds stored before they began.
     """
 
-    def __init__(self, store: PgSessionStore, key: tuple[str, str, str]) -> None:
-        self.lock = threading.RLock()
-        self._store = store
-        self._key = key
+    def __init__(self, log: Any, key: tuple[str, str, str], lock: threading.RLock) -> None:
+        self.log = log
+        self.key = key
+        self.lock = lock
 
     @property
     def turns(self) -> tuple[Turn, ...]:
-        return self._store.turns(*self._key)
+        tenant = self.key[0]
+        rows = self.log._rows("SELECT question, answer, evidence FROM ask_turns WHERE tenant = %s AND meeting_id = %s "
+                              "AND session_id = %s ORDER BY n", self.key, tenant=tenant)
+        shown = [json.loads(r[2]) for r in rows]
+        segments = self.log.get(sid for evidence in shown for sid, _ in evidence)
+        return tuple(Turn(q, a, tuple(Evidence(segments[sid], reason) for sid, reason in evidence if sid in segments))
+                     for (q, a, _), evidence in zip(rows, shown, strict=True))
 
     def add(self, turn: Turn) -> None:
-        self._store.add(*self._key, turn)
+        tenant = self.key[0]
+        evidence = json.dumps([[e.segment.segment_id, e.reason] for e in turn.evidence], ensure_ascii=False)
+        with self.log._session(tenant) as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ("\x1f".join(self.key),))
+            conn.execute("INSERT INTO ask_turns (tenant, meeting_id, session_id, n, question, answer, evidence, "
+                         "asked_at) SELECT %s, %s, %s, COALESCE(MAX(n), -1) + 1, %s, %s, %s, %s FROM ask_turns "
+                         "WHERE tenant = %s AND meeting_id = %s AND session_id = %s",
+                         (*self.key, turn.question, turn.answer, evidence,
+                          datetime.now(UTC).isoformat(timespec="seconds"), *self.key))
 
     def __len__(self) -> int:
         return len(self.turns)
 
 
 class PgSessionStore:
-    """Sessions of the PostgreSQL backend: rounds in the database, the in-process part (a lock per session)
-    kept for at most `capacity` sessions.
+    """Sessions kept in the log's PostgreSQL database, so several API processes share them."""
 
-    Args:
-        pool: connections on the database (`store.pg.search.connect_pool`: the service's role).
-        segments: looks stored segments up by id (the log's `get`): a round keeps the ids of the evidence
-            it showed, and its next prompt shows those same segments again.
-    """
-
-    def __init__(self, pool: Any, segments: Callable[[Iterable[str]], Mapping[str, Any]],
-                 capacity: int = MAX_SESSIONS) -> None:
-        self.pool = pool
-        self.segments = segments
-        self.capacity = max(1, capacity)
-        self._sessions: OrderedDict[tuple[str, str, str], PgAskSession] = OrderedDict()
+    def __init__(self, log: Any, capacity: int = MAX_SESSIONS) -> None:
+        self.log = log
+        self._locks: OrderedDict[tuple[str, str, str], threading.RLock] = OrderedDict()
+        self._capacity = max(1, capacity)
         self._lock = threading.Lock()
-
-    @contextmanager
-    def _session(self, tenant: str) -> Iterator[Any]:
-        with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant,))
-            yield conn
 
     def get(self, tenant: str, meeting_id: str, session_id: str) -> PgAskSession:
         key = (tenant, meeting_id, session_id)
         with self._lock:
-            session = self._sessions.get(key)
-            if session is None:
-                session = self._sessions[key] = PgAskSession(self, key)
-                while len(self._sessions) > self.capacity:
-                    self._sessions.popitem(last=False)
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.RLock()
+                while len(self._locks) > self._capacity:
+                    self._locks.popitem(last=False)
             else:
-                self._sessions.move_to_end(key)
-            return session
-
-    def turns(self, tenant: str, meeting_id: str, session_id: str) -> tuple[Turn, ...]:
-        """The session's rounds, oldest first, their evidence read back from the log."""
-        from .compiler import Evidence
-
-        with self._session(tenant) as conn:
-            rows = conn.execute(
-                "SELECT question, answer, evidence FROM ask_turns WHERE tenant = %s AND meeting_id = %s "
-                "AND session_id = %s ORDER BY round", (tenant, meeting_id, session_id)).fetchall()
-        ids = [e["segment_id"] for _q, _a, evidence in rows for e in evidence]
-        stored = self.segments(ids) if ids else {}
-        return tuple(
-            Turn(question, answer, tuple(Evidence(stored[e["segment_id"]], e["reason"])
-                                         for e in evidence if e["segment_id"] in stored))
-            for question, answer, evidence in rows
-        )
-
-    def add(self, tenant: str, meeting_id: str, session_id: str, turn: Turn) -> None:
-        """Store a round after the session's last (numbered in the database, so processes never collide)."""
-        from psycopg.types.json import Jsonb
-
-        evidence = Jsonb([{"segment_id": e.segment.segment_id, "reason": e.reason} for e in turn.evidence])
-        with self._session(tenant) as conn:
-            # One writer per session at a time, across processes: the round number is read and used under it.
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                         (f"{tenant}\x1f{meeting_id}\x1f{session_id}",))
-            conn.execute(
-                "INSERT INTO ask_turns (tenant, meeting_id, session_id, round, question, answer, evidence) "
-                "SELECT %s, %s, %s, coalesce(max(round), -1) + 1, %s, %s, %s FROM ask_turns "
-                "WHERE tenant = %s AND meeting_id = %s AND session_id = %s",
-                (tenant, meeting_id, session_id, turn.question, turn.answer, evidence, tenant, meeting_id,
-                 session_id))
+                self._locks.move_to_end(key)
+        return PgAskSession(self.log, key, lock)
 
     def forget(self, tenant: str, meeting_id: str) -> None:
-        """Drop the meeting's sessions (its rows also go with the meeting when it is deleted)."""
-        with self._lock:
-            for key in [k for k in self._sessions if k[:2] == (tenant, meeting_id)]:
-                del self._sessions[key]
-        with self._session(tenant) as conn:
+        """Drop every session of the meeting (after it was deleted; the deletion removed its rows already)."""
+        with self.log._session(tenant) as conn:
             conn.execute("DELETE FROM ask_turns WHERE tenant = %s AND meeting_id = %s", (tenant, meeting_id))
+        with self._lock:
+            for key in [k for k in self._locks if k[:2] == (tenant, meeting_id)]:
+                del self._locks[key]
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._sessions)
+        return int(self.log._rows("SELECT COUNT(*) FROM (SELECT DISTINCT tenant, meeting_id, session_id "
+                                  "FROM ask_turns) s", tenant="*")[0][0])
+
+
+def session_store_for(log: Any) -> SessionStore | PgSessionStore:
+    """Sessions in memory beside the SQLite log; in the database with PostgreSQL (several API processes)."""
+    if getattr(log, "backend", "sqlite") == "postgres":
+        return PgSessionStore(log)
+    return SessionStore()

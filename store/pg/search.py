@@ -63,7 +63,7 @@ class PgSearchOptions:
 
     keyword: KeywordRanking = "bm25"
     dense: DenseRanking = "exact"
-    ef_search: int = 100
+    ef_search: int = 200  # recall@10 0.94 at 1M segments (100: 0.87); docs/BENCHMARKS.md, issue 20
     fusion: SearchOptions = field(default_factory=SearchOptions)
 
 

@@ -39,7 +39,10 @@ class Api:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cloud_backend" in metafunc.fixturenames:
-        metafunc.parametrize("cloud_backend", getattr(metafunc.module, "BACKENDS", ("sqlite",)), indirect=True)
+        # A test may name its own: `@pytest.mark.backends("postgres")`.
+        marker = metafunc.definition.get_closest_marker("backends")
+        backends = marker.args if marker else getattr(metafunc.module, "BACKENDS", ("sqlite",))
+        metafunc.parametrize("cloud_backend", backends, indirect=True)
 
 
 @pytest.fixture

@@ -149,3 +149,24 @@ def test_cli_names_a_missing_model_setting(run_cli: Callable[..., Any], sample_m
     result = run_cli("ask", MEETING, QUESTIONS[0], "--json")
     assert result.returncode == 1 and result.stdout == ""
     assert "MEETMEM_LLM_MODEL" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.backends("postgres")
+def test_a_session_begun_on_one_api_process_continues_on_another(make_api: Callable[..., Api],
+                                                                 sample_segments: list[SegmentInput]) -> None:
+    """On PostgreSQL the rounds live in the database: a second app on the same database (another API process)
+    shows the first app's round in its prompt. (On SQLite, one process per file, they stay in memory.)"""
+    with ScriptedChatServer(cite_line) as server:
+        one = make_api(embedders=None, answerer="llm", llm_url=server.url, llm_model="scripted")
+        headers = load(one, sample_segments)
+        two = make_api(embedders=None, answerer="llm", llm_url=server.url, llm_model="scripted")
+        for api, question in zip((one, two), QUESTIONS, strict=True):
+            r = api.client.post(f"/v1/meetings/{MEETING}/ask", headers=headers,
+                                json={"question": question, "explain": True, "session_id": "shared"})
+            assert r.status_code == 200, r.text
+    first, second = (r.json["messages"] for r in server.requests)
+    assert flat(second).startswith(flat(first))  # the second process continued the first one's conversation
+    assert len(one.service.sessions) == len(two.service.sessions) == 1
+    # Deleting the meeting removes its sessions from the database.
+    assert two.client.delete(f"/v1/meetings/{MEETING}", headers=headers).status_code == 200
+    assert len(one.service.sessions) == 0

@@ -1,5 +1,5 @@
 """Several API processes on one PostgreSQL: live wake-ups and partial captions through LISTEN/NOTIFY reach a
-stream on another process, and ask sessions live in the database, seen by every process."""
+stream on another process."""
 
 from __future__ import annotations
 
@@ -77,37 +77,3 @@ def test_partial_captions_cross_processes_and_long_ones_keep_their_end(pg_url: s
         assert cut.startswith("…") and long_text.endswith(cut[1:]) and len(cut.encode()) < 8000
     finally:
         feed.close()
-
-
-def test_ask_sessions_are_shared_by_processes_and_go_with_their_meeting(pg_url: str, tmp_path) -> None:
-    from meetmem.cloud.compiler import Evidence, Turn
-    from meetmem.cloud.sessions import PgSessionStore
-    from meetmem.store.pg.log import PgTranscriptLog
-    from meetmem.store.pg.search import connect_pool
-    from meetmem.store.receipts import ReceiptKey
-    from meetmem.store.records import SegmentInput
-
-    log = PgTranscriptLog(pg_url)
-    pools = [connect_pool(pg_url), connect_pool(pg_url)]
-    try:
-        log.append("weekly", "dev", [SegmentInput(seq=0, start=0.0, end=2.0, text="Ship on March 12th.",
-                                                  speaker="Ana")], tenant="acme")
-        segment = next(iter(log.chain("weekly", tenant="acme")))
-        one, two = (PgSessionStore(pool, log.get) for pool in pools)  # two API processes
-        first = one.get("acme", "weekly", "s1")
-        with first.lock:
-            first.add(Turn("When do we ship?", "March 12th [1]", (Evidence(segment, "retrieved: bm25 #1"),)))
-        two.get("acme", "weekly", "s1").add(Turn("Who said it?", "Ana [1]"))
-        turns = two.get("acme", "weekly", "s1").turns
-        assert [t.question for t in turns] == ["When do we ship?", "Who said it?"]
-        assert turns[0].evidence == (Evidence(segment, "retrieved: bm25 #1"),)
-        assert one.get("acme", "weekly", "s1").turns == turns
-        assert two.get("other", "weekly", "s1").turns == ()  # another tenant sees nothing
-        assert one.get("acme", "weekly", "s2").turns == ()
-        log.delete_meeting("weekly", tenant="acme", reason="test", key=ReceiptKey.load(tmp_path / "k", create=True))
-        with psycopg.connect(pg_url, autocommit=True) as owner:
-            assert owner.execute("SELECT count(*) FROM ask_turns").fetchone()[0] == 0
-    finally:
-        for pool in pools:
-            pool.close()
-        log.close()

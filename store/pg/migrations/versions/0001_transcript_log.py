@@ -27,7 +27,7 @@ branch_labels = None
 depends_on = None
 
 APP_ROLE = "meetmem_app"
-DERIVED_TABLES = ("summary_sections", "meeting_digests", "ledger_items")
+DERIVED_TABLES = ("summary_sections", "meeting_digests", "ledger_items", "ask_turns")
 TENANT_TABLES = ("meetings", "segments", "meeting_closures", "meeting_heads", "meeting_deletions",
                  "retention_policy", *DERIVED_TABLES)
 
@@ -88,6 +88,12 @@ STATEMENTS = [
     """CREATE TABLE ledger_items (
         tenant text NOT NULL, meeting_id text NOT NULL, ord integer NOT NULL, item_id text NOT NULL,
         kind text NOT NULL, item text NOT NULL, PRIMARY KEY (tenant, meeting_id, ord))""",
+    # The rounds of multi-turn ask sessions, so any API process continues a conversation another began. The
+    # evidence is kept as segment ids and reasons: the segments themselves are read from the log.
+    """CREATE TABLE ask_turns (
+        tenant text NOT NULL, meeting_id text NOT NULL, session_id text NOT NULL, n integer NOT NULL,
+        question text NOT NULL, answer text NOT NULL, evidence text NOT NULL, asked_at text NOT NULL,
+        PRIMARY KEY (tenant, meeting_id, session_id, n))""",
     # -- triggers: the database refuses to change history, whoever asks ---------------------------------
     """CREATE FUNCTION meetmem_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
@@ -164,7 +170,7 @@ STATEMENTS = [
                     'WHERE tenant = $1 AND meeting_id = $2)' USING p_tenant, p_meeting_id;
           END IF;
           FOREACH derived IN ARRAY ARRAY['summary_sections', 'meeting_digests', 'ledger_items', 'meeting_audio',
-                                         'audio_policy'] LOOP
+                                         'audio_policy', 'ask_turns'] LOOP
             IF to_regclass(derived) IS NOT NULL THEN
               EXECUTE format('DELETE FROM %I WHERE tenant = $1 AND meeting_id = $2', derived)
                 USING p_tenant, p_meeting_id;
