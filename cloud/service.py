@@ -285,16 +285,16 @@ class MeetingService:
 
     def set_speakers(self, tenant: str, meeting_id: str, names: dict[str, str | None]) -> dict[str, Any]:
         """Name (or withdraw the name of) labels: a new version each, the segments untouched."""
-        from meetmem.store.speaker_map import SpeakerMap
+        from meetmem.store.speaker_map import speaker_map_for
 
-        SpeakerMap(self.log).set(meeting_id, names, tenant=tenant)
+        speaker_map_for(self.log).set(meeting_id, names, tenant=tenant)
         return self.speakers(tenant, meeting_id)
 
     def speaker_history(self, tenant: str, meeting_id: str) -> list[dict[str, Any]]:
-        from meetmem.store.speaker_map import SpeakerMap
+        from meetmem.store.speaker_map import speaker_map_for
 
         self.log.require_meeting(meeting_id, tenant=tenant)
-        return [entry.public() for entry in SpeakerMap(self.log).history(meeting_id, tenant=tenant)]
+        return [entry.public() for entry in speaker_map_for(self.log).history(meeting_id, tenant=tenant)]
 
     # -- questions --------------------------------------------------------------------------------------
     def ask(self, tenant: str, meeting_id: str, question: str, *, session_id: str | None = None,
