@@ -6,6 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from meetmem.store.export import named_ledger
+
 from ..schemas import LedgerOut, SummaryOut
 from .deps import MeetingId, Service, Tenant, errors
 
@@ -34,12 +36,5 @@ def get_summary(meeting_id: MeetingId, service: Service, tenant: Tenant) -> dict
 def get_ledger(meeting_id: MeetingId, service: Service, tenant: Tenant) -> dict[str, Any]:
     """As `meetmem ledger --json`. An item a later statement changed stays, `superseded`, with
     `superseded_by` naming the item that replaced it."""
-    ledger = service.digest(tenant, meeting_id).ledger_public()
     # An owner who is a speaker label ("S2") is also given by the name the meeting's speaker map has for it.
-    names = {entry["label"]: entry["name"] for entry in service.speakers(tenant, meeting_id)["speakers"]
-             if entry["name"]}
-    for kind in ("decisions", "todos", "open_questions", "facts", "glossary"):
-        for item in ledger.get(kind, []):
-            if item.get("owner") in names:
-                item["owner_name"] = names[item["owner"]]
-    return ledger
+    return named_ledger(service.digest(tenant, meeting_id), service.owner_names(tenant, meeting_id))

@@ -172,6 +172,14 @@ def test_asks_and_ledger_owners_use_the_map(loaded: tuple[Api, dict[str, str]]) 
     ledger = api.client.get(f"/v1/meetings/{MEETING}/ledger", headers=headers).json()
     owned = [t for t in ledger["todos"] if t.get("owner") == "S3"]
     assert owned and all(t["owner_name"] == "Thomas" for t in owned), ledger["todos"]
+    # The export names them as the ledger does.
+    doc = api.client.get(f"/v1/meetings/{MEETING}/export?format=json", headers=headers).json()
+    def filled(items: list[dict[str, Any]]) -> list[dict[str, Any]]:  # the route's model adds nulls
+        return [{k: v for k, v in item.items() if v is not None} for item in items]
+
+    assert filled(doc["ledger"]["todos"]) == filled(ledger["todos"])
+    minutes = api.client.get(f"/v1/meetings/{MEETING}/export?format=md", headers=headers).text
+    assert "| Thomas (S3) |" in minutes, minutes
 
 
 def test_names_with_a_nul_character_are_refused(loaded: tuple[Api, dict[str, str]]) -> None:
