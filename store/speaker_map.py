@@ -87,6 +87,25 @@ class SpeakerMap:
             raise StoreError(f"storing the speaker names of {meeting_id!r} failed, nothing was stored: {exc}") from exc
         return added
 
+    def load(self, meeting_id: str, entries: list[SpeakerName], *, tenant: str = DEFAULT_TENANT) -> int:
+        """Keep versions brought from another database as they were (`meetmem migrate`); returns how many
+        were new here (a version held already with the same content is skipped).
+
+        Raises:
+            StoreError: this database holds another content under one of the versions (nothing is stored).
+        """
+        try:
+            with self.log.transaction():
+                self.log.require_meeting(meeting_id, tenant=tenant)
+                held = {(e.label, e.version): e for e in self.history(meeting_id, tenant=tenant)}
+                fresh = new_versions(meeting_id, held, entries)
+                for e in fresh:
+                    self.log.db.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                        (tenant, meeting_id, e.label, e.version, e.name, e.source, e.set_at))
+        except sqlite3.Error as exc:
+            raise StoreError(f"storing the speaker names of {meeting_id!r} failed, nothing was stored: {exc}") from exc
+        return len(fresh)
+
     def history(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
         """Every version, by label then version."""
         rows = self.log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND "
@@ -110,6 +129,32 @@ def speaker_map_for(log: Any) -> Any:
 
         return PgSpeakerMap(log)
     return SpeakerMap(log)
+
+
+def new_versions(meeting_id: str, held: dict[tuple[str, int], SpeakerName],
+                 entries: list[SpeakerName]) -> list[SpeakerName]:
+    """The entries not held yet; one held with other content is refused (a copy never rewrites a version)."""
+    fresh = []
+    for entry in entries:
+        before = held.get((entry.label, entry.version))
+        if before is None:
+            fresh.append(entry)
+        elif before != entry:
+            raise StoreError(f"the target holds another version {entry.version} of speaker {entry.label!r} in "
+                             f"meeting {meeting_id!r}; no name of it was copied")
+    return fresh
+
+
+def read_history(log: Any, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
+    """Every version, by label then version, read without creating the table (a SQLite log no name was ever
+    set in has none; PostgreSQL's schema always has it)."""
+    if getattr(log, "backend", "sqlite") == "postgres":
+        return speaker_map_for(log).history(meeting_id, tenant=tenant)
+    if not log.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)):
+        return []
+    rows = log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND meeting_id = ? "
+                    "ORDER BY label, version", (tenant, meeting_id))
+    return [SpeakerName(str(r[0]), r[1], int(r[2]), str(r[3]), str(r[4])) for r in rows]
 
 
 def checked_names(names: Any) -> dict[str, str | None]:
@@ -143,12 +188,5 @@ def checked_names(names: Any) -> dict[str, str | None]:
 
 
 def read_current(log: Any, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> dict[str, SpeakerName]:
-    """Each label's newest name, read without creating the table (a SQLite log no name was ever set in has
-    none; PostgreSQL's schema always has it)."""
-    if getattr(log, "backend", "sqlite") == "postgres":
-        return speaker_map_for(log).current(meeting_id, tenant=tenant)
-    if not log.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)):
-        return {}
-    rows = log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND meeting_id = ? "
-                    "ORDER BY label, version", (tenant, meeting_id))
-    return {str(r[0]): SpeakerName(str(r[0]), r[1], int(r[2]), str(r[3]), str(r[4])) for r in rows}
+    """Each label's newest name (`read_history`'s last version of each)."""
+    return {entry.label: entry for entry in read_history(log, meeting_id, tenant=tenant)}

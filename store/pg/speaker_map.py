@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import MeetingNotFound
 from ..log import DEFAULT_TENANT
-from ..speaker_map import TABLE, SpeakerName, checked_names, now_stamp
+from ..speaker_map import TABLE, SpeakerName, checked_names, new_versions, now_stamp
 from .log import PgTranscriptLog
 
 #: Labels in byte order, as SQLite sorts them, whatever the database's collation.
@@ -60,6 +60,30 @@ class PgSpeakerMap:
                     cur.executemany(f"INSERT INTO {TABLE} (tenant, meeting_id, label, version, name, source, "
                                     "set_at) VALUES (%s, %s, %s, %s, %s, %s, %s)", rows)
         return added
+
+    def load(self, meeting_id: str, entries: list[SpeakerName], *, tenant: str = DEFAULT_TENANT) -> int:
+        """Keep versions brought from another database as they were (`meetmem migrate`); returns how many
+        were new here (a version held already with the same content is skipped).
+
+        Raises:
+            MeetingNotFound: the meeting is not here.
+            StoreError: this database holds another content under one of the versions (nothing is stored).
+        """
+        key = (tenant, meeting_id)
+        with self.log._session(tenant) as conn:
+            self.log._lock_meeting(conn, tenant, meeting_id)
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", key).fetchone() is None:
+                raise MeetingNotFound(tenant, meeting_id)
+            held = {(e.label, e.version): e for e in map(_entry, conn.execute(
+                f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = %s AND meeting_id = %s",
+                key).fetchall())}
+            fresh = new_versions(meeting_id, held, entries)
+            if fresh:
+                with conn.cursor() as cur:
+                    cur.executemany(f"INSERT INTO {TABLE} (tenant, meeting_id, label, version, name, source, "
+                                    "set_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                                    [(*key, e.label, e.version, e.name, e.source, e.set_at) for e in fresh])
+        return len(fresh)
 
     def history(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
         """Every version, by label then version."""
