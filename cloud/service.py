@@ -26,7 +26,7 @@ from meetmem.store.tombstones import Tombstone
 
 from .indexer import BackgroundIndexer
 from .live import LiveFeed
-from .sessions import session_store_for
+from .sessions import PgSessionStore, SessionStore
 from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
@@ -90,8 +90,8 @@ class MeetingService:
         voice: the recogniser for spoken questions (none: spoken questions get 503).
         digester: keeps summaries and the ledger (none: overview questions use retrieval alone).
         clock: monotonic seconds (injectable so silence-closing is testable without waiting).
-        feed: the live captions' wake-ups (`PgLiveFeed` across API processes on PostgreSQL; in-process else;
-            `PgLiveFeed` is shared by every API process on the database).
+        feed: the live captions' wake-ups (`PgLiveFeed` across API processes on PostgreSQL; in-process else).
+        sessions: ask sessions (`PgSessionStore` in the database on PostgreSQL; in memory else).
     """
 
     def __init__(
@@ -106,11 +106,13 @@ class MeetingService:
         clock: Callable[[], float] = time.monotonic,
         receipt_key: ReceiptKey | None = None,
         feed: LiveFeed | None = None,
+        sessions: SessionStore | PgSessionStore | None = None,
     ) -> None:
         self.log = log
         self.search = search
         self.answerer = answerer
-        self.sessions = session_store_for(log)
+        # On PostgreSQL, `PgLiveFeed` and `PgSessionStore`: shared by every API process on the database.
+        self.sessions = sessions if sessions is not None else SessionStore()
         self.options = options or ServiceOptions()
         self.clock = clock
         self.voice = voice or VoiceQuestions("none")
@@ -281,23 +283,24 @@ class MeetingService:
         return {"meeting_id": meeting_id,
                 "speakers": speaker_map(self.log.segments(meeting_id, tenant=tenant), stored)}
 
-    def speaker_names(self, tenant: str, meeting_id: str) -> dict[str, str]:
-        """Label -> name now, for the labels the meeting's speaker map names (a user's or a suggestion)."""
+    def owner_names(self, tenant: str, meeting_id: str) -> dict[str, str]:
+        """Speaker label -> its name now (a user's or a suggestion), for the labels that have one: what the
+        ledger's and the export's `owner_name` say."""
         return {entry["label"]: entry["name"] for entry in self.speakers(tenant, meeting_id)["speakers"]
                 if entry["name"]}
 
     def set_speakers(self, tenant: str, meeting_id: str, names: dict[str, str | None]) -> dict[str, Any]:
         """Name (or withdraw the name of) labels: a new version each, the segments untouched."""
-        from meetmem.store.speaker_map import SpeakerMap
+        from meetmem.store.speaker_map import speaker_map_for
 
-        SpeakerMap(self.log).set(meeting_id, names, tenant=tenant)
+        speaker_map_for(self.log).set(meeting_id, names, tenant=tenant)
         return self.speakers(tenant, meeting_id)
 
     def speaker_history(self, tenant: str, meeting_id: str) -> list[dict[str, Any]]:
-        from meetmem.store.speaker_map import SpeakerMap
+        from meetmem.store.speaker_map import speaker_map_for
 
         self.log.require_meeting(meeting_id, tenant=tenant)
-        return [entry.public() for entry in SpeakerMap(self.log).history(meeting_id, tenant=tenant)]
+        return [entry.public() for entry in speaker_map_for(self.log).history(meeting_id, tenant=tenant)]
 
     # -- questions --------------------------------------------------------------------------------------
     def ask(self, tenant: str, meeting_id: str, question: str, *, session_id: str | None = None,

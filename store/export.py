@@ -59,16 +59,16 @@ def header_for(meeting_id: str, segments: Sequence[Segment], *, title: str | Non
                          duration=duration, participants=tuple(participants or speakers), closed=closed)
 
 
-def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None,
-           names: Mapping[str, str] | None = None) -> str:
+def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None, *,
+           owner_names: Mapping[str, str] | None = None) -> str:
     """The meeting in `fmt` (`md`, `srt`, `vtt` or `json`).
 
     Args:
         segments: the meeting's segments in listing order, corrected ones included (`supersedes` links a
             correction to the segment it replaces): subtitles show only what stands, the JSON keeps both.
         digest: the summaries and ledger (None when none could be made: the minutes then say so).
-        names: the meeting's speaker map, label -> name: a ledger owner who is a named label gets
-            `owner_name` (as GET .../ledger gives it), and the minutes show the name beside the label.
+        owner_names: speaker label -> name from the meeting's speaker map: a ledger item owned by a label
+            gets `owner_name` (as GET ledger gives it), and the minutes show "Priya (S2)".
 
     Raises:
         ValueError: an unknown format (the message lists the known ones).
@@ -76,9 +76,9 @@ def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest:
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
     if fmt == "md":
-        return minutes_markdown(header, segments, digest, names)
+        return minutes_markdown(header, segments, digest, owner_names=owner_names)
     if fmt == "json":
-        return export_json(header, segments, digest, names)
+        return export_json(header, segments, digest, owner_names=owner_names)
     return subtitles(_standing(segments), vtt=fmt == "vtt")
 
 
@@ -135,18 +135,19 @@ def _at(source: dict[str, Any]) -> str:
     return f"[{format_time(float(source['start']))}]"
 
 
-def name_owners(ledger: dict[str, Any], names: Mapping[str, str] | None) -> dict[str, Any]:
-    """`ledger` (the shape of `ledger_public()`) with `owner_name` on every item whose owner is a speaker
-    label the meeting's speaker map names (the owner itself stays as the transcript has it)."""
-    for items in ledger.values():
-        for item in items if isinstance(items, list) else ():
-            if names and item.get("owner") in names:
-                item["owner_name"] = names[item["owner"]]
+def named_ledger(digest: MeetingDigest, owner_names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The digest's ledger (`ledger --json`'s shape), each item whose owner is a named speaker label with its
+    `owner_name` from the meeting's speaker map."""
+    ledger = digest.ledger_public()
+    for key in LEDGER_KEYS.values():
+        for item in ledger[key]:
+            if owner_names and item.get("owner") in owner_names:
+                item["owner_name"] = owner_names[item["owner"]]
     return ledger
 
 
-def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None,
-                     names: Mapping[str, str] | None = None) -> str:
+def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None, *,
+                     owner_names: Mapping[str, str] | None = None) -> str:
     """Minutes: title, date, participants, the summary, decisions, todos, open questions and facts, each
     line with the time it was said (superseded items struck through and kept, in time order)."""
     out = [f"# {_one_line(header.title)}", ""]
@@ -163,7 +164,7 @@ def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest:
     out += ["## Summary", ""]
     out += [f"- {_at(line.source.public())} {_md(line.text)}" for line in digest.l2] or ["_Nothing yet._"]
     out.append("")
-    ledger = name_owners(digest.ledger_public(), names)
+    ledger = named_ledger(digest, owner_names)
 
     def item_line(item: dict[str, Any], text: str) -> str:
         if item["status"] == "superseded":
@@ -198,8 +199,8 @@ def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest:
 
 
 # -- JSON -----------------------------------------------------------------------------------------------------
-def export_json(header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None,
-                names: Mapping[str, str] | None = None) -> str:
+def export_json(header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None, *,
+                owner_names: Mapping[str, str] | None = None) -> str:
     """One JSON document: the meeting, every segment (corrections and the segments they replace, marked),
     the summary and the ledger, in the shapes of `segments`, `summary` and `ledger --json`."""
     replaced = {s.supersedes: s.segment_id for s in segments if s.supersedes}
@@ -217,7 +218,7 @@ def export_json(header: MeetingHeader, segments: Sequence[Segment], digest: Meet
         "status": "closed" if header.closed else "live",
         "segments": rows,
         "summary": digest.summary_public() if digest is not None else None,
-        "ledger": name_owners(digest.ledger_public(), names) if digest is not None else None,
+        "ledger": named_ledger(digest, owner_names) if digest is not None else None,
     }
     if digest is None:
         doc["ledger"] = {key: [] for key in LEDGER_KEYS.values()}

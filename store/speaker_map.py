@@ -5,6 +5,9 @@ is a row in `speaker_names`, appended with the next version number for its label
 label is its name now, and a correction never removes the one before (the database refuses UPDATE, and
 DELETE except when the meeting itself is deleted under its tombstone). A row with no name withdraws one
 (the label is shown as itself again, and a suggested name is not applied).
+
+On PostgreSQL the table comes with the schema (migrations/versions/b21k01_speaker_names) and
+`store/pg/speaker_map.py` reads and writes it; `speaker_map_for(log)` picks the one for a log.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ class SpeakerName:
 
 
 class SpeakerMap:
-    """The speaker names of every meeting in one log (created on first use)."""
+    """The speaker names of every meeting in one SQLite log (the table is created on first use)."""
 
     def __init__(self, log: TranscriptLog) -> None:
         self.log = log
@@ -65,8 +68,8 @@ class SpeakerMap:
             InvalidSegment: a label or name is empty, too long or not text (nothing is stored).
             MeetingNotFound: no such meeting.
         """
-        clean = _checked(names)
-        now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        clean = checked_names(names)
+        now = now_stamp()
         added: list[SpeakerName] = []
         try:
             with self.log.transaction():
@@ -84,6 +87,25 @@ class SpeakerMap:
             raise StoreError(f"storing the speaker names of {meeting_id!r} failed, nothing was stored: {exc}") from exc
         return added
 
+    def load(self, meeting_id: str, entries: list[SpeakerName], *, tenant: str = DEFAULT_TENANT) -> int:
+        """Keep versions brought from another database as they were (`meetmem migrate`); returns how many
+        were new here (a version held already with the same content is skipped).
+
+        Raises:
+            StoreError: this database holds another content under one of the versions (nothing is stored).
+        """
+        try:
+            with self.log.transaction():
+                self.log.require_meeting(meeting_id, tenant=tenant)
+                held = {(e.label, e.version): e for e in self.history(meeting_id, tenant=tenant)}
+                fresh = new_versions(meeting_id, held, entries)
+                for e in fresh:
+                    self.log.db.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                        (tenant, meeting_id, e.label, e.version, e.name, e.source, e.set_at))
+        except sqlite3.Error as exc:
+            raise StoreError(f"storing the speaker names of {meeting_id!r} failed, nothing was stored: {exc}") from exc
+        return len(fresh)
+
     def history(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
         """Every version, by label then version."""
         rows = self.log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND "
@@ -95,7 +117,53 @@ class SpeakerMap:
         return {entry.label: entry for entry in self.history(meeting_id, tenant=tenant)}
 
 
-def _checked(names: Any) -> dict[str, str | None]:
+def now_stamp() -> str:
+    """When a version is set: UTC, milliseconds, `Z` (the same text on both stores)."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def speaker_map_for(log: Any) -> Any:
+    """The speaker map of the log's database: `SpeakerMap` for SQLite, `PgSpeakerMap` for PostgreSQL."""
+    if getattr(log, "backend", "sqlite") == "postgres":
+        from .pg.speaker_map import PgSpeakerMap
+
+        return PgSpeakerMap(log)
+    return SpeakerMap(log)
+
+
+def new_versions(meeting_id: str, held: dict[tuple[str, int], SpeakerName],
+                 entries: list[SpeakerName]) -> list[SpeakerName]:
+    """The entries not held yet; one held with other content is refused (a copy never rewrites a version)."""
+    fresh = []
+    for entry in entries:
+        before = held.get((entry.label, entry.version))
+        if before is None:
+            fresh.append(entry)
+        elif before != entry:
+            raise StoreError(f"the target holds another version {entry.version} of speaker {entry.label!r} in "
+                             f"meeting {meeting_id!r}; no name of it was copied")
+    return fresh
+
+
+def read_history(log: Any, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
+    """Every version, by label then version, read without creating the table (a SQLite log no name was ever
+    set in has none; PostgreSQL's schema always has it)."""
+    if getattr(log, "backend", "sqlite") == "postgres":
+        return speaker_map_for(log).history(meeting_id, tenant=tenant)
+    if not log.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)):
+        return []
+    rows = log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND meeting_id = ? "
+                    "ORDER BY label, version", (tenant, meeting_id))
+    return [SpeakerName(str(r[0]), r[1], int(r[2]), str(r[3]), str(r[4])) for r in rows]
+
+
+def checked_names(names: Any) -> dict[str, str | None]:
+    """The labels and names to set, trimmed (a name's inner whitespace to one space).
+
+    Raises:
+        InvalidSegment: not an object of labels to names, or a label or name empty, too long, not text or
+            holding a NUL character (which PostgreSQL cannot store; refused on both stores alike).
+    """
     if not isinstance(names, dict) or not names:
         raise InvalidSegment('speakers must be an object of labels to names, e.g. {"S2": "Priya"}')
     if len(names) > MAX_LABELS:
@@ -104,9 +172,13 @@ def _checked(names: Any) -> dict[str, str | None]:
     for label, name in names.items():
         if not isinstance(label, str) or not label.strip() or len(label) > MAX_LABEL_CHARS:
             raise InvalidSegment(f"speaker label {label!r} must be 1 to {MAX_LABEL_CHARS} characters")
+        if "\x00" in label:
+            raise InvalidSegment(f"speaker label {label!r} contains a NUL character")
         if name is not None:
             if not isinstance(name, str):
                 raise InvalidSegment(f"the name of {label!r} must be text or null (null withdraws it)")
+            if "\x00" in name:
+                raise InvalidSegment(f"the name of {label!r} contains a NUL character")
             name = " ".join(name.split())
             if not name or len(name) > MAX_NAME_CHARS:
                 raise InvalidSegment(f"the name of {label!r} must be 1 to {MAX_NAME_CHARS} characters, "
@@ -115,10 +187,6 @@ def _checked(names: Any) -> dict[str, str | None]:
     return clean
 
 
-def read_current(log: TranscriptLog, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> dict[str, SpeakerName]:
-    """Each label's newest name, read without creating the table (a log no name was ever set in has none)."""
-    if not log.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)):
-        return {}
-    rows = log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND meeting_id = ? "
-                    "ORDER BY label, version", (tenant, meeting_id))
-    return {str(r[0]): SpeakerName(str(r[0]), r[1], int(r[2]), str(r[3]), str(r[4])) for r in rows}
+def read_current(log: Any, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> dict[str, SpeakerName]:
+    """Each label's newest name (`read_history`'s last version of each)."""
+    return {entry.label: entry for entry in read_history(log, meeting_id, tenant=tenant)}

@@ -1,7 +1,8 @@
 """Moving a whole log between databases (`meetmem migrate --from sqlite:///... --to postgresql://...`).
 
 Every meeting of every tenant is copied with its rows exactly as stored (ids, arrival times, chain positions,
-links, hashes), its closures, head and metadata; then the tombstones of deleted meetings and each tenant's
+links, hashes), its closures, head and metadata, and its speaker map (every version as it was: names people
+gave are not derived, so they travel with the log); then the tombstones of deleted meetings and each tenant's
 retention setting. Each meeting is copied in one transaction of the target and its chain verified there on
 arrival: a meeting whose chain does not verify on the target is reported and the run fails. Running it again
 skips what arrived already (same head), so an interrupted migration is finished by running it again.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import StoreError
+from .speaker_map import read_history, speaker_map_for
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,7 @@ class TransferReport:
     segments: int = 0
     tombstones: int = 0
     retention: int = 0
+    speaker_names: int = 0
     failed: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -39,6 +42,7 @@ class TransferReport:
     def public(self) -> dict[str, Any]:
         return {"ok": self.ok, "meetings": self.meetings, "copied": self.copied, "skipped": self.skipped,
                 "segments": self.segments, "tombstones": self.tombstones, "retention_settings": self.retention,
+                "speaker_names": self.speaker_names,
                 "failed": self.failed, "seconds": round(self.seconds, 3)}
 
 
@@ -58,6 +62,12 @@ def copy_log(source: Any, target: Any, *, on_meeting: Callable[[str, str, int], 
         if not verdict.ok:
             report.failed.append({"tenant": tenant, "meeting_id": meeting_id,
                                   "reason": f"the chain does not verify on the target: {verdict.reason}"})
+            continue
+        try:
+            names = read_history(source, meeting_id, tenant=tenant)
+            report.speaker_names += speaker_map_for(target).load(meeting_id, names, tenant=tenant) if names else 0
+        except StoreError as exc:
+            report.failed.append({"tenant": tenant, "meeting_id": meeting_id, "reason": f"speaker names: {exc}"})
             continue
         if copied:
             report.copied += 1

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from meetmem.store.export import name_owners
+from meetmem.store.export import named_ledger
 
 from ..schemas import LedgerOut, SummaryOut
 from .deps import MeetingId, Service, Tenant, errors
@@ -37,4 +37,4 @@ def get_ledger(meeting_id: MeetingId, service: Service, tenant: Tenant) -> dict[
     """As `meetmem ledger --json`. An item a later statement changed stays, `superseded`, with
     `superseded_by` naming the item that replaced it."""
     # An owner who is a speaker label ("S2") is also given by the name the meeting's speaker map has for it.
-    return name_owners(service.digest(tenant, meeting_id).ledger_public(), service.speaker_names(tenant, meeting_id))
+    return named_ledger(service.digest(tenant, meeting_id), service.owner_names(tenant, meeting_id))

@@ -25,8 +25,7 @@ def export_meeting(service: MeetingService, tenant: str, meeting_id: str, fmt: s
                         started_at=meta.started_at if meta else None,
                         participants=meta.participants if meta else None, closed=info.closure is not None)
     digest = service.digest(tenant, meeting_id) if segments else None
-    names = service.speaker_names(tenant, meeting_id) if segments else None
-    return render(fmt, header, segments, digest, names)
+    return render(fmt, header, segments, digest, owner_names=service.owner_names(tenant, meeting_id))
 
 
 @router.get(

@@ -29,14 +29,7 @@ def cmd_export(args: argparse.Namespace, ctx: CommandContext) -> int:
                         participants=info.participants if info else None,
                         closed=log.closure(args.meeting_id, tenant=ctx.tenant) is not None)
     digest = ctx.digester.digest(args.meeting_id, tenant=ctx.tenant) if segments else None
-    names = None
-    if segments:  # the speaker map's names, as the server's export gives them
-        from meetmem.cloud.speaker_names import speaker_map
-        from meetmem.store.speaker_map import read_current
-
-        current = read_current(log, args.meeting_id, tenant=ctx.tenant)
-        names = {entry["label"]: entry["name"] for entry in speaker_map(segments, current) if entry["name"]}
-    sys.stdout.write(render(args.format, header, segments, digest, names))
+    sys.stdout.write(render(args.format, header, segments, digest))
     return 0
 
 

@@ -1,10 +1,12 @@
 """The speaker map over HTTP: names suggested from introductions and from being addressed (evidence cited),
 corrected by a user as new versions (segments never rewritten), used by asks and the ledger's owners, and
-gone with its meeting."""
+gone with its meeting. On both stores: a SQLite file and a PostgreSQL database (whose own guarantees for the
+map are tests/store/pg/test_pg_speaker_map.py's)."""
 
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -14,6 +16,9 @@ from meetmem.store.records import Segment
 
 Api = Any
 MEETING = "casing-review"
+
+#: Every test here that builds the app runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
+BACKENDS = ("sqlite", "postgres")
 
 LINES = [
     ("S1", "Good morning everyone, let's start with the casing."),
@@ -41,6 +46,29 @@ def loaded(api: Api) -> tuple[Api, dict[str, str]]:
     _post(api, headers)
     assert api.service.indexer.wait_idle(60)
     return api, headers
+
+
+def _raw(api: Api, sql: str, *, tenant: str = "local") -> list[tuple[Any, ...]]:
+    """One statement behind the service's back, as the database's owner (PostgreSQL: serving `tenant`)."""
+    if api.settings.database_url is None:
+        with closing(sqlite3.connect(api.settings.db)) as conn:
+            rows = conn.execute(sql).fetchall()
+            conn.commit()
+            return rows
+    import psycopg
+
+    with psycopg.connect(api.settings.database_url) as conn:
+        conn.execute("SELECT set_config('app.tenant', %s, false)", (tenant,))
+        cur = conn.execute(sql)
+        return cur.fetchall() if cur.description else []
+
+
+def _refused(api: Api) -> tuple[type[BaseException], ...]:
+    if api.settings.database_url is None:
+        return (sqlite3.DatabaseError,)
+    import psycopg
+
+    return (psycopg.Error,)
 
 
 def _seg(i: int, speaker: str, text: str, start: float) -> Segment:
@@ -95,9 +123,11 @@ def test_the_map_is_read_corrected_and_versioned(loaded: tuple[Api, dict[str, st
     # The segments still carry the edge's labels.
     segments = api.client.get(f"/v1/meetings/{MEETING}/segments", headers=headers).json()
     assert {s["speaker"] for s in segments} == {"S1", "S2", "S3"}
-    # The database refuses to rewrite a version.
-    with sqlite3.connect(api.settings.db) as conn, pytest.raises(sqlite3.DatabaseError, match="append-only"):
-        conn.execute("UPDATE speaker_names SET name = 'x'")
+    # The database refuses to rewrite or remove a version, even to its owner.
+    for sql in ("UPDATE speaker_names SET name = 'x'", "DELETE FROM speaker_names"):
+        with pytest.raises(_refused(api), match="append-only"):
+            _raw(api, sql)
+    assert len(api.client.get(f"/v1/meetings/{MEETING}/speakers/history", headers=headers).json()) == 4
 
 
 @pytest.mark.parametrize(("body", "status"), [
@@ -142,11 +172,42 @@ def test_asks_and_ledger_owners_use_the_map(loaded: tuple[Api, dict[str, str]]) 
     ledger = api.client.get(f"/v1/meetings/{MEETING}/ledger", headers=headers).json()
     owned = [t for t in ledger["todos"] if t.get("owner") == "S3"]
     assert owned and all(t["owner_name"] == "Thomas" for t in owned), ledger["todos"]
+    # The export names them as the ledger does.
+    doc = api.client.get(f"/v1/meetings/{MEETING}/export?format=json", headers=headers).json()
+    def filled(items: list[dict[str, Any]]) -> list[dict[str, Any]]:  # the route's model adds nulls
+        return [{k: v for k, v in item.items() if v is not None} for item in items]
+
+    assert filled(doc["ledger"]["todos"]) == filled(ledger["todos"])
+    minutes = api.client.get(f"/v1/meetings/{MEETING}/export?format=md", headers=headers).text
+    assert "| Thomas (S3) |" in minutes, minutes
+
+
+def test_names_with_a_nul_character_are_refused(loaded: tuple[Api, dict[str, str]]) -> None:
+    api, headers = loaded
+    for names in ({"S1": "Ma\x00ria"}, {"S\x001": "Maria"}):
+        r = api.client.put(f"/v1/meetings/{MEETING}/speakers", json={"speakers": names}, headers=headers)
+        assert r.status_code == 422 and "NUL" in r.json()["detail"], r.text
+    assert api.client.get(f"/v1/meetings/{MEETING}/speakers/history", headers=headers).json() == []
+
+
+def test_another_tenant_neither_reads_nor_names_the_map(loaded: tuple[Api, dict[str, str]]) -> None:
+    api, headers = loaded
+    api.client.put(f"/v1/meetings/{MEETING}/speakers", json={"speakers": {"S1": "Maria"}}, headers=headers)
+    rival = api.headers(api.token("rival"))
+    for method, path in (("get", "speakers"), ("get", "speakers/history"), ("put", "speakers")):
+        r = getattr(api.client, method)(f"/v1/meetings/{MEETING}/{path}", headers=rival,
+                                        **({"json": {"speakers": {"S1": "Eve"}}} if method == "put" else {}))
+        assert r.status_code == 404, r.text
+    history = api.client.get(f"/v1/meetings/{MEETING}/speakers/history", headers=headers).json()
+    assert [(h["label"], h["name"]) for h in history] == [("S1", "Maria")]
 
 
 def test_deleting_the_meeting_removes_its_names(loaded: tuple[Api, dict[str, str]]) -> None:
     api, headers = loaded
     api.client.put(f"/v1/meetings/{MEETING}/speakers", json={"speakers": {"S1": "Maria"}}, headers=headers)
     assert api.client.delete(f"/v1/meetings/{MEETING}", headers=headers).status_code == 200
-    with sqlite3.connect(api.settings.db) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM speaker_names").fetchone()[0] == 0
+    assert _raw(api, "SELECT COUNT(*) FROM speaker_names", tenant="*") == [(0,)]
+    for method in ("get", "put"):
+        r = getattr(api.client, method)(f"/v1/meetings/{MEETING}/speakers", headers=headers,
+                                        **({"json": {"speakers": {"S1": "A"}}} if method == "put" else {}))
+        assert r.status_code == 404 and "deleted at" in r.json()["detail"], r.text
