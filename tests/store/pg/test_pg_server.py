@@ -72,24 +72,25 @@ def test_a_new_revision_upgrades_a_database_in_place_keeping_the_log(pg_url: str
     with PgTranscriptLog(pg_url) as log:
         log.append("m1", "g1", [SegmentInput(seq=i, start=float(i), end=i + 0.5, text=f"line {i}") for i in range(5)])
         before = (list(log.chain("m1")), log.head("m1"))
+    head = migrate.head_revision()  # the next revision chains after this code's newest
     copy = tmp_path / "migrations"
     shutil.copytree(migrate.MIGRATIONS, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "versions" / "0002_meeting_location.py").write_text(
         '"""A later release adds where a meeting took place."""\n'
         "from alembic import op\n\n"
-        'revision = "0002"\ndown_revision = "0001"\nbranch_labels = None\ndepends_on = None\n\n\n'
+        f'revision = "0002"\ndown_revision = "{head}"\nbranch_labels = None\ndepends_on = None\n\n\n'
         "def upgrade() -> None:\n"
         '    op.execute("ALTER TABLE meetings ADD COLUMN location text")\n'
         '    op.execute("GRANT UPDATE (location) ON meetings TO meetmem_app")\n\n\n'
         "def downgrade() -> None:\n"
         '    op.execute("ALTER TABLE meetings DROP COLUMN location")\n')
-    assert migrate.upgrade(pg_url, migrations=copy) == ("0001", "0002")
+    assert migrate.upgrade(pg_url, migrations=copy) == (head, "0002")
     with psycopg.connect(pg_url) as conn:
         columns = {r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns "
                                               "WHERE table_name = 'meetings'")}
     assert "location" in columns
-    # This code knows 0001 only: it refuses a database a newer release has upgraded, naming both.
-    with pytest.raises(StoreError, match="at schema revision 0002, this meetmem needs 0001: a newer meetmem"):
+    # This code knows up to its head only: it refuses a database a newer release has upgraded, naming both.
+    with pytest.raises(StoreError, match=f"at schema revision 0002, this meetmem needs {head}: a newer meetmem"):
         PgTranscriptLog(pg_url)
     # The rows as they were, read as the service would on the new schema.
     with psycopg.connect(pg_url) as conn:
