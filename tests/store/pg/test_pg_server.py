@@ -72,7 +72,7 @@ def test_a_new_revision_upgrades_a_database_in_place_keeping_the_log(pg_url: str
     with PgTranscriptLog(pg_url) as log:
         log.append("m1", "g1", [SegmentInput(seq=i, start=float(i), end=i + 0.5, text=f"line {i}") for i in range(5)])
         before = (list(log.chain("m1")), log.head("m1"))
-    head = migrate.head_revision()  # the newest revision this code knows (later ones chain after 0001)
+    head = migrate.head_revision()  # the next revision chains after this code's newest
     copy = tmp_path / "migrations"
     shutil.copytree(migrate.MIGRATIONS, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "versions" / "0002_meeting_location.py").write_text(
@@ -89,7 +89,7 @@ def test_a_new_revision_upgrades_a_database_in_place_keeping_the_log(pg_url: str
         columns = {r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns "
                                               "WHERE table_name = 'meetings'")}
     assert "location" in columns
-    # This code does not know 0002: it refuses a database a newer release has upgraded, naming both.
+    # This code knows up to its head only: it refuses a database a newer release has upgraded, naming both.
     with pytest.raises(StoreError, match=f"at schema revision 0002, this meetmem needs {head}: a newer meetmem"):
         PgTranscriptLog(pg_url)
     # The rows as they were, read as the service would on the new schema.

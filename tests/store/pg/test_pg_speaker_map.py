@@ -153,3 +153,21 @@ def test_migrating_a_log_brings_every_version_of_its_names(pg_url: str, tmp_path
         again = copy_log(source, target)
         assert [f["meeting_id"] for f in again.failed] == ["m2"] and "another version" in again.failed[0]["reason"]
         assert [e.name for e in read_history(target, "m2", tenant="acme")] == ["Tom"]
+
+
+def test_the_revision_upgrades_a_database_holding_meetings(pg_cluster, tmp_path: Path) -> None:
+    from meetmem.store.pg import migrate
+
+    url = pg_cluster.server.create_database(f"spk_upgrade_{pg_cluster.created}")
+    try:
+        assert migrate.upgrade(url, "b20s03_ask_sessions") == (None, "b20s03_ask_sessions")
+        with psycopg.connect(url, autocommit=True) as conn:  # a meeting stored before the speaker map existed
+            conn.execute("SELECT set_config('app.tenant', 'acme', false)")
+            conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES ('acme', 'm1', 'then')")
+        assert migrate.upgrade(url) == ("b20s03_ask_sessions", migrate.head_revision())
+        with PgTranscriptLog(url) as log:
+            PgSpeakerMap(log).set("m1", {"S1": "Maria"}, tenant="acme")
+            log.delete_meeting("m1", tenant="acme", key=ReceiptKey.load(tmp_path / "key", create=True))
+            assert PgSpeakerMap(log).history("m1", tenant="acme") == []
+    finally:
+        pg_cluster.drop_database(url)
