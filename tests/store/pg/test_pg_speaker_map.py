@@ -160,11 +160,11 @@ def test_the_revision_upgrades_a_database_holding_meetings(pg_cluster, tmp_path:
 
     url = pg_cluster.server.create_database(f"spk_upgrade_{pg_cluster.created}")
     try:
-        assert migrate.upgrade(url, "b20s03_ask_sessions") == (None, "b20s03_ask_sessions")
+        assert migrate.upgrade(url, "b20s02_jobs") == (None, "b20s02_jobs")
         with psycopg.connect(url, autocommit=True) as conn:  # a meeting stored before the speaker map existed
             conn.execute("SELECT set_config('app.tenant', 'acme', false)")
             conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES ('acme', 'm1', 'then')")
-        assert migrate.upgrade(url) == ("b20s03_ask_sessions", migrate.head_revision())
+        assert migrate.upgrade(url) == ("b20s02_jobs", migrate.head_revision())
         with PgTranscriptLog(url) as log:
             PgSpeakerMap(log).set("m1", {"S1": "Maria"}, tenant="acme")
             log.delete_meeting("m1", tenant="acme", key=ReceiptKey.load(tmp_path / "key", create=True))
