@@ -50,8 +50,10 @@ def test_handles_stay_flat_over_rounds_of_reads_from_fresh_threads(log: Transcri
         counts.append(open_handles(log.path))
     # A connection per thread grew by about 45 handles a round here. SQLite may keep a closed connection's
     # descriptor a while (it cannot close a file another connection holds a lock on without dropping that
-    # lock), so the count wobbles by a few; it does not grow.
-    assert max(counts) - min(counts) <= 10, counts
+    # lock), so the count wobbles by a few; it does not grow. The first round may run fewer readers at once
+    # than the later ones (threads start as the pool fills), so it can sit lower once (24 then 51 flat, on a
+    # busy machine): the rounds after it are what must stay level.
+    assert max(counts[1:]) - min(counts[1:]) <= 10, counts
     # Never more than the connections that can be open at once: the writer and one per thread reading at that
     # moment, each with the database, its WAL and its shared memory. How many of the extra readers' descriptors
     # SQLite keeps after they close depends on how many ran at once (it defers closing a file another
