@@ -283,11 +283,11 @@ class MeetingService:
         return {"meeting_id": meeting_id,
                 "speakers": speaker_map(self.log.segments(meeting_id, tenant=tenant), stored)}
 
-    def owner_names(self, tenant: str, meeting_id: str) -> dict[str, str]:
-        """Speaker label -> its name now (a user's or a suggestion), for the labels that have one: what the
-        ledger's and the export's `owner_name` say."""
+    def owner_names(self, tenant: str, meeting_id: str, *, confirmed: bool = False) -> dict[str, str]:
+        """Speaker label -> its name now (a user's or a suggestion; only a user's when `confirmed`), for the
+        labels that have one: what the ledger's and the export's `owner_name` say."""
         return {entry["label"]: entry["name"] for entry in self.speakers(tenant, meeting_id)["speakers"]
-                if entry["name"]}
+                if entry["name"] and (entry["source"] == "user" or not confirmed)}
 
     def set_speakers(self, tenant: str, meeting_id: str, names: dict[str, str | None]) -> dict[str, Any]:
         """Name (or withdraw the name of) labels: a new version each, the segments untouched."""

@@ -68,7 +68,8 @@ def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest:
             correction to the segment it replaces): subtitles show only what stands, the JSON keeps both.
         digest: the summaries and ledger (None when none could be made: the minutes then say so).
         owner_names: speaker label -> name from the meeting's speaker map: a ledger item owned by a label
-            gets `owner_name` (as GET ledger gives it), and the minutes show "Priya (S2)".
+            gets `owner_name` (as GET ledger gives it), and the minutes show "Priya (S2)" (the caller
+            decides which names a document states).
 
     Raises:
         ValueError: an unknown format (the message lists the known ones).

@@ -25,7 +25,10 @@ def export_meeting(service: MeetingService, tenant: str, meeting_id: str, fmt: s
                         started_at=meta.started_at if meta else None,
                         participants=meta.participants if meta else None, closed=info.closure is not None)
     digest = service.digest(tenant, meeting_id) if segments else None
-    return render(fmt, header, segments, digest, owner_names=service.owner_names(tenant, meeting_id))
+    # The JSON's ledger is GET ledger's (suggested names included, as `owner_name`); the minutes, a document
+    # people read as fact, name an owner only by a name a user set or confirmed.
+    names = service.owner_names(tenant, meeting_id, confirmed=fmt == "md") if fmt in ("md", "json") else None
+    return render(fmt, header, segments, digest, owner_names=names)
 
 
 @router.get(
