@@ -26,7 +26,7 @@ from meetmem.store.tombstones import Tombstone
 
 from .indexer import BackgroundIndexer
 from .live import LiveFeed
-from .sessions import PgSessionStore, SessionStore
+from .sessions import session_store_for
 from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
@@ -90,8 +90,8 @@ class MeetingService:
         voice: the recogniser for spoken questions (none: spoken questions get 503).
         digester: keeps summaries and the ledger (none: overview questions use retrieval alone).
         clock: monotonic seconds (injectable so silence-closing is testable without waiting).
-        feed: the live captions' wake-ups (`PgLiveFeed` across API processes on PostgreSQL; in-process else).
-        sessions: ask sessions (`PgSessionStore` in the database on PostgreSQL; in memory else).
+        feed: the live captions' wake-ups (`PgLiveFeed` across API processes on PostgreSQL; in-process else;
+            `PgLiveFeed` is shared by every API process on the database).
     """
 
     def __init__(
@@ -106,13 +106,11 @@ class MeetingService:
         clock: Callable[[], float] = time.monotonic,
         receipt_key: ReceiptKey | None = None,
         feed: LiveFeed | None = None,
-        sessions: SessionStore | PgSessionStore | None = None,
     ) -> None:
         self.log = log
         self.search = search
         self.answerer = answerer
-        # On PostgreSQL, `PgLiveFeed` and `PgSessionStore`: shared by every API process on the database.
-        self.sessions = sessions if sessions is not None else SessionStore()
+        self.sessions = session_store_for(log)
         self.options = options or ServiceOptions()
         self.clock = clock
         self.voice = voice or VoiceQuestions("none")
