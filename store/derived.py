@@ -17,11 +17,13 @@ def _source(data: dict[str, Any]) -> Source:
     return Source(float(data["start"]), float(data["end"]), tuple(data["segment_ids"]))
 
 
-def _line(data: dict[str, Any]) -> SummaryLine:
+def line_from_row(data: dict[str, Any]) -> SummaryLine:
+    """A summary line from its stored JSON (the shape `line_row` writes; both stores use it)."""
     return SummaryLine(data["text"], _source(data))
 
 
-def _line_row(line: SummaryLine) -> dict[str, Any]:
+def line_row(line: SummaryLine) -> dict[str, Any]:
+    """A summary line as stored JSON: its text and its source's public fields."""
     return {"text": line.text, **line.source.public()}
 
 
@@ -76,19 +78,19 @@ class DerivedStore:
                 [
                     (*key, s.section.key, s.section.index, s.section.start, s.section.end, s.section.closed_by,
                      json.dumps(list(s.section.segment_ids)), s.backend,
-                     json.dumps([_line_row(line) for line in s.lines], ensure_ascii=False), s.note)
+                     json.dumps([line_row(line) for line in s.lines], ensure_ascii=False), s.note)
                     for s in digest.sections
                 ],
             )
             conn.execute(
                 "INSERT INTO meeting_digests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*key, digest.through_pos, int(digest.final), digest.open_from,
-                 json.dumps([_line_row(line) for line in digest.l2], ensure_ascii=False), digest.l2_backend,
+                 json.dumps([line_row(line) for line in digest.l2], ensure_ascii=False), digest.l2_backend,
                  digest.l2_note, digest.made_at, json.dumps(list(digest.ledger_notes), ensure_ascii=False)),
             )
             conn.executemany(
                 "INSERT INTO ledger_items VALUES (?, ?, ?, ?, ?, ?)",
-                [(*key, n, item.id, item.kind, json.dumps(_item_row(item), ensure_ascii=False))
+                [(*key, n, item.id, item.kind, json.dumps(item_row(item), ensure_ascii=False))
                  for n, item in enumerate(digest.ledger)],
             )
 
@@ -100,7 +102,7 @@ class DerivedStore:
         out: dict[str, SectionSummary] = {}
         for key, idx, start, end, closed_by, ids, backend, lines, note in rows:
             section = Section(idx, start, end, tuple(json.loads(ids)), closed_by)
-            out[key] = SectionSummary(section, tuple(_line(d) for d in json.loads(lines)), backend, note)
+            out[key] = SectionSummary(section, tuple(line_from_row(d) for d in json.loads(lines)), backend, note)
         return out
 
     def load(self, tenant: str, meeting_id: str) -> MeetingDigest | None:
@@ -116,8 +118,8 @@ class DerivedStore:
         return MeetingDigest(
             meeting_id=meeting_id,
             sections=tuple(self.sections(tenant, meeting_id).values()),
-            l2=tuple(_line(d) for d in json.loads(l2)),
-            ledger=tuple(_item(json.loads(row[0])) for row in items),
+            l2=tuple(line_from_row(d) for d in json.loads(l2)),
+            ledger=tuple(item_from_row(json.loads(row[0])) for row in items),
             through_pos=through_pos,
             final=bool(final),
             open_from=open_from,
@@ -150,13 +152,15 @@ _ITEM_FIELDS = ("id", "kind", "text", "status", "superseded_by", "owner", "task"
                 "origin")
 
 
-def _item_row(item: LedgerItem) -> dict[str, Any]:
+def item_row(item: LedgerItem) -> dict[str, Any]:
+    """A ledger item as stored JSON (both stores keep this shape)."""
     row = {name: getattr(item, name) for name in _ITEM_FIELDS}
     row["source"] = item.source.public()
     return row
 
 
-def _item(row: dict[str, Any]) -> LedgerItem:
+def item_from_row(row: dict[str, Any]) -> LedgerItem:
+    """A ledger item from its stored JSON (a field an older row lacks takes its default)."""
     return LedgerItem(source=_source(row["source"]), **{name: row[name] for name in _ITEM_FIELDS if name in row})
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..derived import _item, _item_row, _line, _line_row
+from ..derived import item_from_row, item_row, line_from_row, line_row
 from ..records import MeetingDigest, Section, SectionSummary
 from .log import PgTranscriptLog
 
@@ -36,16 +36,16 @@ class PgDerivedStore:
                     "INSERT INTO summary_sections VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(*key, s.section.key, s.section.index, s.section.start, s.section.end, s.section.closed_by,
                       json.dumps(list(s.section.segment_ids)), s.backend,
-                      json.dumps([_line_row(line) for line in s.lines], ensure_ascii=False), s.note)
+                      json.dumps([line_row(line) for line in s.lines], ensure_ascii=False), s.note)
                      for s in digest.sections])
                 cur.execute(
                     "INSERT INTO meeting_digests VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     (*key, digest.through_pos, int(digest.final), digest.open_from,
-                     json.dumps([_line_row(line) for line in digest.l2], ensure_ascii=False), digest.l2_backend,
+                     json.dumps([line_row(line) for line in digest.l2], ensure_ascii=False), digest.l2_backend,
                      digest.l2_note, digest.made_at, json.dumps(list(digest.ledger_notes), ensure_ascii=False)))
                 cur.executemany(
                     "INSERT INTO ledger_items VALUES (%s, %s, %s, %s, %s, %s)",
-                    [(*key, n, item.id, item.kind, json.dumps(_item_row(item), ensure_ascii=False))
+                    [(*key, n, item.id, item.kind, json.dumps(item_row(item), ensure_ascii=False))
                      for n, item in enumerate(digest.ledger)])
 
     def sections(self, tenant: str, meeting_id: str) -> dict[str, SectionSummary]:
@@ -55,7 +55,7 @@ class PgDerivedStore:
         out: dict[str, SectionSummary] = {}
         for key, idx, start, end, closed_by, ids, backend, lines, note in rows:
             section = Section(idx, start, end, tuple(json.loads(ids)), closed_by)
-            out[key] = SectionSummary(section, tuple(_line(d) for d in json.loads(lines)), backend, note)
+            out[key] = SectionSummary(section, tuple(line_from_row(d) for d in json.loads(lines)), backend, note)
         return out
 
     def load(self, tenant: str, meeting_id: str) -> MeetingDigest | None:
@@ -69,7 +69,8 @@ class PgDerivedStore:
                                (tenant, meeting_id), tenant=tenant)
         return MeetingDigest(
             meeting_id=meeting_id, sections=tuple(self.sections(tenant, meeting_id).values()),
-            l2=tuple(_line(d) for d in json.loads(l2)), ledger=tuple(_item(json.loads(row[0])) for row in items),
+            l2=tuple(line_from_row(d) for d in json.loads(l2)),
+            ledger=tuple(item_from_row(json.loads(row[0])) for row in items),
             through_pos=int(through_pos), final=bool(final), open_from=open_from, l2_backend=l2_backend,
             l2_note=l2_note, made_at=made_at, ledger_notes=tuple(json.loads(ledger_notes)))
 
