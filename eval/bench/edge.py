@@ -34,6 +34,7 @@ from typing import Any
 from ..harness import (
     checkout,
     error_rate,
+    guarded,
     latency,
     machine_info,
     meeting_glossary,
@@ -515,13 +516,6 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     return 0 if report["targets"]["all_pass"] or not args.check else 1
 
 
-def _guarded(args: argparse.Namespace, ctx: Any) -> int:
-    try:
-        return run(args, ctx)
-    except ServeBenchError as exc:
-        sys.stderr.write(f"meetmem: error: {exc}\n")
-        return 2
-
 
 PARTS = ("speed", "latency", "glossary", "clips", "library", "budget")
 #: The resource budget (issue 8) takes half an hour more: asked for by name.
@@ -559,4 +553,4 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--reference", default=str(demo_file("sample_meeting.jsonl")),
                    help="its reference transcript, interchange JSONL with speakers (default: the sample meeting's)")
     p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    p.set_defaults(func=_guarded)
+    p.set_defaults(func=guarded(run, (ServeBenchError,)))

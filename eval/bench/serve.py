@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..harness import checkout, db_bytes, latency, machine_info, rate
+from ..harness import checkout, db_bytes, guarded, latency, machine_info, rate
 from .serve_load import LiveMeeting, LoadPlan, Question, Tally, live_speakers, run_load
 from .serve_process import ServeBenchError, Server, free_port, machine_cpu_ticks
 from .store import ingest
@@ -389,13 +389,6 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     return 0 if report["targets"]["all_pass"] or not args.check else 1
 
 
-def _guarded(args: argparse.Namespace, ctx: Any) -> int:
-    try:
-        return run(args, ctx)
-    except ServeBenchError as exc:
-        sys.stderr.write(f"meetmem: error: {exc}\n")
-        return 2
-
 
 def _positive(kind: type) -> Any:
     def parse(value: str) -> Any:
@@ -444,4 +437,4 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                    help="run the askers alone for --duration first, then with the devices for --duration, on the "
                         "same server; the report gains compare_ingest (ask p50/p95 of both and the ratio)")
     p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    p.set_defaults(func=_guarded)
+    p.set_defaults(func=guarded(run, (ServeBenchError,)))

@@ -245,11 +245,13 @@ def convex_options(w: float, base: SearchOptions | None = None) -> SearchOptions
 
 
 # -- the CLI ----------------------------------------------------------------------------------------------------
-def guarded(run: Callable[[argparse.Namespace, CommandContext], int]) -> Callable[..., int]:
+def guarded(run: Callable[[argparse.Namespace, CommandContext], int],
+            errors: tuple[type[Exception], ...] = (BenchDataError,)) -> Callable[..., int]:
+    """`run` as a command: one of `errors` becomes a one-line message and exit status 2."""
     def call(args: argparse.Namespace, ctx: CommandContext) -> int:
         try:
             return run(args, ctx)
-        except BenchDataError as exc:
+        except errors as exc:
             sys.stderr.write(f"meetmem: error: {exc}\n")
             return 2
 
