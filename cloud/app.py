@@ -62,7 +62,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from meetmem.store.backends import open_log
-        from meetmem.store.index.search import TranscriptSearch, embedder_routes
+        from meetmem.store.index.search import embedder_routes
         from meetmem.store.receipts import ReceiptKey
         from meetmem.summarizers.backends import make_digest_parts
         from meetmem.summarizers.digest import MeetingDigester
@@ -82,7 +82,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         transcript_log = open_log(settings.database_url or settings.db, upgrade=False,
                                   max_bytes=settings.max_db_bytes)
         receipts = ReceiptKey.load(settings.receipt_key_path(), create=True)
-        search = TranscriptSearch(transcript_log, routes)
+        search = _meeting_search(transcript_log, routes)
         # The service's indexer embeds new segments; a question adds them to BM25 and never waits for that.
         search.background_embedding = True
         summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
@@ -91,18 +91,19 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                                llm_system_role=settings.llm_system_role)
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
         answerer = make_answerer(settings, search, digester.stored, stamp=digester.stamp)
-        shared = _shared_across_processes(settings.database_url)
+        shared = _shared_across_processes(settings.database_url, jobs=settings.index_fallback_after > 0)
         service = MeetingService(
             transcript_log,
             search,
             answerer,
             ServiceOptions(close_after_silence=settings.close_after_silence,
                            reap_interval=min(30.0, max(0.05, settings.close_after_silence / 4)),
-                           retention_days=settings.retention_days),
+                           retention_days=settings.retention_days, fallback_after=settings.index_fallback_after),
             voice=VoiceQuestions(settings.voice_model, threads=settings.threads or 1),
             digester=digester,
             receipt_key=receipts,
             feed=shared.get("feed"),
+            jobs=shared.get("jobs"),
         )
         app.state.settings = settings
         app.state.tokens = TokenStore(transcript_log)
@@ -118,6 +119,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                 close_answerer()
             for part in shared.values():
                 part.close()
+            close_search = getattr(search, "close", None)
+            if callable(close_search):
+                close_search()
             transcript_log.close()
 
     from .routers.deps import errors
@@ -264,14 +268,35 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
 
 
-def _shared_across_processes(database_url: str | None) -> dict[str, Any]:
+def _meeting_search(transcript_log: Any, routes: EmbedderRoutes | None) -> Any:
+    """The meeting search over the log: on PostgreSQL its vectors live in pgvector, embedded once for every
+    process (`store.pg.meeting_search`); on SQLite they are cached beside the log."""
+    if getattr(transcript_log, "backend", "sqlite") == "postgres":
+        from meetmem.store.pg.meeting_search import PgTranscriptSearch
+
+        return PgTranscriptSearch(transcript_log, routes)
+    from meetmem.store.index.search import TranscriptSearch
+
+    return TranscriptSearch(transcript_log, routes)
+
+
+def _shared_across_processes(database_url: str | None, *, jobs: bool = True) -> dict[str, Any]:
     """On PostgreSQL, what every `meetmem serve` process on the database shares beyond the log: live captions'
-    wake-ups and partials (LISTEN/NOTIFY); nothing on SQLite, whose one process holds them. (Ask sessions are
-    chosen by the log: `sessions.session_store_for`.)"""
+    wake-ups and partials (LISTEN/NOTIFY), and the job queue the workers take indexing and digests from
+    (unless `jobs` is off); nothing on SQLite, whose one process holds them. (Ask sessions are chosen by the
+    log: `sessions.session_store_for`.)"""
     from meetmem.store.pg import is_postgres_url
 
     if not is_postgres_url(database_url):
         return {}
     from .live import PgLiveFeed
 
-    return {"feed": PgLiveFeed(str(database_url))}
+    shared: dict[str, Any] = {"feed": PgLiveFeed(str(database_url))}
+    if jobs:
+        from .jobs import JobQueue, JobsUnavailable
+
+        try:
+            shared["jobs"] = JobQueue(str(database_url))
+        except JobsUnavailable as exc:  # the service does the work itself, as with no worker
+            log.warning("no job queue (%s): this process indexes and summarises its meetings itself", exc)
+    return shared

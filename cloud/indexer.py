@@ -36,7 +36,7 @@ class BackgroundIndexer:
         self._catch_up = catch_up
         self._name = name
         self._pause = pause
-        self._pending: dict[MeetingKey, None] = {}
+        self._pending: dict[MeetingKey, float] = {}  # meeting -> when it is due (monotonic seconds)
         self._cond = threading.Condition()
         self._stopping = False
         self._busy = False
@@ -49,11 +49,19 @@ class BackgroundIndexer:
             self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
             self._thread.start()
 
-    def notify(self, tenant: str, meeting_id: str) -> None:
-        """The meeting gained segments: index them soon (several notices before the worker runs are one)."""
+    def notify(self, tenant: str, meeting_id: str, *, after: float = 0.0) -> None:
+        """The meeting gained segments: index them soon, or `after` seconds from now (several notices before
+        the worker runs are one, due at the earliest of their times)."""
+        due = time.monotonic() + max(0.0, after)
         with self._cond:
-            self._pending[(tenant, meeting_id)] = None
+            key = (tenant, meeting_id)
+            self._pending[key] = min(due, self._pending.get(key, due))
             self._cond.notify()
+
+    def pending(self) -> int:
+        """Meetings waiting for this worker (due or not yet)."""
+        with self._cond:
+            return len(self._pending)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is pending or running (for benchmarks and shutdown); False on timeout."""
@@ -77,11 +85,17 @@ class BackgroundIndexer:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._stopping:
-                    self._cond.wait()
+                while not self._stopping:
+                    if self._pending:
+                        key, due = min(self._pending.items(), key=lambda item: item[1])
+                        wait = due - time.monotonic()
+                        if wait <= 0:
+                            break
+                        self._cond.wait(wait)
+                    else:
+                        self._cond.wait()
                 if self._stopping:
                     return
-                key = next(iter(self._pending))
                 del self._pending[key]
                 self._busy = True
             try:

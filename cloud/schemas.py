@@ -275,6 +275,11 @@ class MeetingOut(BaseModel):
 class HealthOut(BaseModel):
     status: Literal["ready", "loading", "failed"]
     detail: str | None = None
+    pending_vectors: int | None = Field(
+        default=None,
+        description="segments found by their words but still waiting for their vectors (on PostgreSQL, in the "
+                    "whole database: a `meetmem worker` embeds them); null without an embedding model or when "
+                    "the count cannot be read")
 
 
 class ErrorOut(BaseModel):

@@ -67,6 +67,9 @@ class ServiceOptions:
     #: `retention_interval` seconds by the reaper, and once at start.
     retention_days: int | None = None
     retention_interval: float = 3600.0
+    #: With a job queue (PostgreSQL): seconds after an append at which this process embeds and summarises
+    #: the meeting itself if no `meetmem worker` has (0: at once, deferring no jobs).
+    fallback_after: float = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,9 @@ class MeetingService:
         clock: monotonic seconds (injectable so silence-closing is testable without waiting).
         feed: the live captions' wake-ups (`PgLiveFeed` across API processes on PostgreSQL; in-process else;
             `PgLiveFeed` is shared by every API process on the database).
+        jobs: the job queue (`cloud.jobs.JobQueue`, PostgreSQL): after an append the meeting's indexing and
+            digest are deferred to `meetmem worker` processes, and done here only if none has done them
+            `options.fallback_after` seconds later. None: done here, on the service's own threads.
     """
 
     def __init__(
@@ -106,6 +112,7 @@ class MeetingService:
         clock: Callable[[], float] = time.monotonic,
         receipt_key: ReceiptKey | None = None,
         feed: LiveFeed | None = None,
+        jobs: Any = None,
     ) -> None:
         self.log = log
         self.search = search
@@ -122,6 +129,9 @@ class MeetingService:
         self.summaries = BackgroundIndexer(self._summarize, name="meetmem-summarizer",
                                            pause=self.options.summary_pause)
         self.indexer = BackgroundIndexer(self._index)
+        self.jobs = jobs if self.options.fallback_after > 0 else None
+        # What no worker did in time, done here (`ServiceOptions.fallback_after`).
+        self.fallback = BackgroundIndexer(self._index_here, name="meetmem-fallback")
         self.on_close: list[Callable[[str, str, Closure], None]] = []
         self.state: State = "loading"
         self.failure: str | None = None
@@ -137,6 +147,7 @@ class MeetingService:
         self._seed_activity()
         self.indexer.start()
         self.summaries.start()
+        self.fallback.start()
         for target, name in ((self._load, "meetmem-loader"), (self._reap_forever, "meetmem-reaper")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -146,6 +157,7 @@ class MeetingService:
         self._stop.set()
         self.indexer.stop()
         self.summaries.stop()
+        self.fallback.stop()
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads.clear()
@@ -182,7 +194,7 @@ class MeetingService:
         if self.digester is not None:
             for tenant, meeting_id in self.log.meetings():
                 if not self.digester.is_current(meeting_id, tenant=tenant):
-                    self.summaries.notify(tenant, meeting_id)
+                    self._summarize_soon(tenant, meeting_id)
         log.info("ready in %.1f s", time.perf_counter() - started)
 
     def require_ready(self) -> None:
@@ -214,13 +226,56 @@ class MeetingService:
         elif meta is not None and not meta.empty and self.digester is not None and self.state == "ready":
             # A new date changes how "by Friday" resolves: the ledger is remade.
             self.digester.invalidate(meeting_id, tenant=tenant)
-            self.summaries.notify(tenant, meeting_id)
+            self._summarize_soon(tenant, meeting_id)
         return result, ids
 
     def _index(self, tenant: str, meeting_id: str) -> None:
-        self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
+        """The indexer's job after an append: the work itself, or with a job queue, the jobs deferred to the
+        workers (the lexical rows are added here at once: cheap, and what the pending count reads)."""
+        if self.jobs is None:
+            self._index_here(tenant, meeting_id)
+            return
+        self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
+        rows = getattr(self.search, "rows", None)
+        if rows is not None:
+            rows.catch_up(tenant, meeting_id)
+        self.jobs.index(tenant, meeting_id)
+        if self.digester is not None and self.state == "ready":
+            self.jobs.digest(tenant, meeting_id)
+
+    def _index_here(self, tenant: str, meeting_id: str) -> None:
+        """Embed the meeting's rows still lacking vectors and bring its digest up to date, in this process
+        (with a job queue: the fallback, taking only vectors and a digest no worker made meanwhile)."""
+        exclusive = getattr(self.search, "exclusive", None) if self.jobs is not None else None
+        if exclusive is not None:
+            with exclusive(tenant, meeting_id) as mine:
+                if not mine:  # another API process is at it: look again later
+                    self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
+                    return
+                self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
+        else:
+            self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
         if self.digester is not None and self.state == "ready":
             self.summaries.notify(tenant, meeting_id)
+
+    def _summarize_soon(self, tenant: str, meeting_id: str) -> None:
+        """Have the meeting's digest remade: by a worker (here only if none has after `fallback_after`), or
+        by the summarizer thread."""
+        if self.jobs is None:
+            self.summaries.notify(tenant, meeting_id)
+            return
+        self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
+        try:
+            self.jobs.digest(tenant, meeting_id)
+        except Exception:  # the fallback does it later
+            log.exception("deferring the digest of meeting %r of tenant %r failed", meeting_id, tenant)
+
+    def pending_vectors(self) -> int | None:
+        """Segments still waiting for their vectors (None without a model): on PostgreSQL, rows of the whole
+        database; on SQLite, rows this process's indexes have not embedded yet."""
+        if self.search.routes is None:
+            return None
+        return self.search.pending_vectors()
 
     def _summarize(self, tenant: str, meeting_id: str) -> None:
         assert self.digester is not None
@@ -354,7 +409,7 @@ class MeetingService:
             self._activity.pop(key, None)
         self.feed.publish(key)
         if self.digester is not None and self.state == "ready":
-            self.summaries.notify(tenant, meeting_id)
+            self._summarize_soon(tenant, meeting_id)
         for hook in self.on_close:
             try:
                 hook(tenant, meeting_id, closure)

@@ -130,6 +130,11 @@ class Settings(BaseSettings):
         "last segment's arrival), leaving a signed tombstone each; none by default (kept forever). A tenant's "
         "own setting (`meetmem retention set`) overrides it",
     )
+    index_fallback_after: float = Field(
+        default=30.0, ge=0, description="on PostgreSQL, the seconds after an append at which an API process "
+        "embeds and summarises the meeting itself if no `meetmem worker` has done it yet (the jobs are deferred to "
+        "the workers first); 0: the API process does it at once and defers no jobs",
+    )
     receipt_key: Path | None = Field(
         default=None,
         description="the file of the key that signs every acknowledgement's receipt (made on first use; default: "

@@ -47,7 +47,7 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
     routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads)
     options = WorkerOptions(concurrency=args.concurrency, heartbeat=args.heartbeat, stalled_after=args.stalled_after)
     from meetmem.store.backends import open_log
-    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.pg.meeting_search import PgTranscriptSearch
     from meetmem.summarizers.backends import make_digest_parts
     from meetmem.summarizers.digest import MeetingDigester
 
@@ -55,13 +55,15 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
     summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url, llm_model=settings.llm_model,
                                            llm_api_key=settings.llm_api_key, llm_timeout=settings.llm_timeout,
                                            llm_system_role=settings.llm_system_role)
-    digester = MeetingDigester(transcript_log, TranscriptSearch(transcript_log, routes), summarizer,
-                               extract_ledger=ledger)
+    # The digest's topic cuts read the segments' vectors from pgvector (embedding and storing any still missing).
+    search = PgTranscriptSearch(transcript_log, routes)
+    digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
     work = JobWork(url, routes, digester=lambda tenant, meeting_id: digester.update(meeting_id, tenant=tenant))
     try:
         run_worker(url, work, options)
     finally:
         work.close()
+        search.close()
         transcript_log.close()
     return 0
 

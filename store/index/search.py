@@ -394,6 +394,12 @@ class TranscriptSearch:
             for i in members:
                 index.models[docs[i]] = name
 
+    def pending_vectors(self) -> int:
+        """Rows of this process's meeting indexes not embedded yet (found by their words alone until they are)."""
+        with self._lock:
+            indexes = list(self._meetings.values())
+        return sum(len(index.unembedded) for index in indexes)
+
     def forget(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
         """Drop the meeting's in-memory index (after the meeting was deleted)."""
         with self._lock:

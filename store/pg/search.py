@@ -150,7 +150,7 @@ class PgSearch:
         self._lock = threading.Lock()
 
     @contextmanager
-    def _session(self, tenant: str) -> Iterator[psycopg.Connection]:
+    def session(self, tenant: str) -> Iterator[psycopg.Connection]:
         """One transaction serving `tenant`: row-level security shows it that tenant's rows alone."""
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant,))
@@ -171,7 +171,7 @@ class PgSearch:
         for tenant in sorted({seg.tenant for seg in segments}):
             mine = [row for row in rows if row[1] == tenant]
             superseded = [s.supersedes for s in segments if s.supersedes and s.tenant == tenant]
-            with self._session(tenant) as conn:
+            with self.session(tenant) as conn:
                 cur = conn.cursor()
                 # Only for segments still in the log: a meeting deleted while it was being indexed leaves no rows.
                 cur.executemany(
@@ -188,7 +188,7 @@ class PgSearch:
         """Add the lexical rows of the meeting's segments the log gained since the last call (by chain
         position); returns how many. Cheap: a search calls it first, so an appended segment is found by its
         words at once, with or without a worker."""
-        with self._session(tenant) as conn:
+        with self.session(tenant) as conn:
             rows = conn.execute(
                 "SELECT segment_id, tenant, meeting_id, device_id, seq, start, \"end\", text, speaker, lang, raw_text, "
                 "confidence, supersedes, received_at, chain_pos, prev_hash, hash FROM segments "
@@ -208,7 +208,7 @@ class PgSearch:
             return 0
         done = 0
         while True:
-            with self._session(tenant) as conn:
+            with self.session(tenant) as conn:
                 rows = conn.execute(
                     "SELECT s.segment_id, s.speaker, g.text, g.lang FROM segment_search s "
                     "JOIN segments g USING (segment_id) WHERE s.tenant = %s AND s.meeting_id = %s "
@@ -234,7 +234,7 @@ class PgSearch:
             vectors = np.asarray(models[name].encode(texts), dtype=np.float32)
             key = vector_key(name, speaker=speaker_form)
             updates += [(key, v, sid) for (sid, *_), v in zip(members, vectors, strict=True)]
-        with self._session(tenant) as conn:
+        with self.session(tenant) as conn:
             conn.cursor().executemany(
                 "UPDATE segment_search SET model = %s, embedding = %s WHERE segment_id = %s AND embedding IS NULL",
                 updates,
@@ -267,7 +267,7 @@ class PgSearch:
     def rebuild_bm25(self, meeting_id: str, *, tenant: str) -> int:
         """Forget and rebuild one meeting's in-process BM25 from the database; returns its documents."""
         self.forget(meeting_id, tenant=tenant)
-        with self._session(tenant) as conn:
+        with self.session(tenant) as conn:
             return len(self._meeting_bm25(conn, tenant, meeting_id).docs)
 
     def _keyword(self, conn: psycopg.Connection, tenant: str, meeting_id: str, terms: Sequence[str], pool: int,
@@ -358,7 +358,7 @@ class PgSearch:
     def dense_across(self, tenant: str, query_vector: np.ndarray, *, model: str, k: int = 10,
                      method: DenseRanking | None = None) -> list[tuple[str, float]]:
         """The `k` nearest segments of every meeting of the tenant: (segment id, cosine)."""
-        with self._session(tenant) as conn:
+        with self.session(tenant) as conn:
             rows = self._dense_rows(conn, tenant, None, model, query_vector, k, "", [], method)
         return [(sid, cos) for sid, _doc, cos in rows]
 
@@ -397,7 +397,7 @@ class PgSearch:
         pool = max(fusion.pool, k)
         where, params = _filter_sql(filters)
         terms = self.tokenizer.tokens(query)
-        with self._session(tenant) as conn:
+        with self.session(tenant) as conn:
             keyword, cov = ([], 0.0) if mode == "dense" else self._keyword(
                 conn, tenant, meeting_id, terms, pool, where, params)
             dense: list[list[tuple[int, float]]] = []

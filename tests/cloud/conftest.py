@@ -57,7 +57,10 @@ def make_api(tmp_path: Path, embedder: Any, cloud_backend: str | None) -> Iterat
     opened: list[TestClient] = []
 
     def build(*, embedders: Any = "minilm", db: Path | None = None, **overrides: Any) -> Api:
-        defaults = {"close_after_silence": 0, "voice_model": "none", "database_url": cloud_backend}
+        # On PostgreSQL the app indexes and summarises in its own process at once, as on SQLite (no worker runs
+        # here); tests of the job queue with real workers set `index_fallback_after` themselves.
+        defaults = {"close_after_silence": 0, "voice_model": "none", "database_url": cloud_backend,
+                    "index_fallback_after": 0}
         settings = Settings(db=db or tmp_path / "cloud.db", **{**defaults, **overrides})
         routes = EmbedderRoutes(embedder) if embedders == "minilm" else embedders
         client = TestClient(create_app(settings, embedders=routes))
