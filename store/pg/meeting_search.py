@@ -103,7 +103,8 @@ class PgTranscriptSearch(TranscriptSearch):
                     (tenant, list(segment_ids[i : i + 5000])),
                 ).fetchall()
             for sid, model, vector in rows:
-                out[sid] = (model, np.asarray(vector, dtype=np.float32))
+                as_array = getattr(vector, "to_numpy", None)  # pgvector's Vector (an untyped `vector` column)
+                out[sid] = (model, np.asarray(as_array() if as_array else vector, dtype=np.float32))
         return out
 
     def vectors_for(self, embedder: Embedder, segments: Sequence[Segment],
