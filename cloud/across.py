@@ -6,6 +6,11 @@ query's cosine similarity to the segment (the same model for every meeting) plus
 of the query's terms it holds. The per-meeting fused scores are rank-normalised within their meeting, so
 they cannot be compared across meetings and serve only to pick each meeting's candidates.
 
+On PostgreSQL the candidates come from the whole tenant at once, not meeting by meeting: the nearest
+segments by pgvector's HNSW index and the best keyword matches by the full-text GIN index (issue 20), so a
+tenant with thousands of meetings is not searched one meeting index at a time; only the meetings holding a
+candidate are read, to score their candidates on the same scale as above.
+
 A question is answered by the meeting that holds the best candidate (with its routes: time, topic,
 speaker, why), and the other meetings' best hits follow as further citations.
 """
@@ -106,6 +111,8 @@ class CrossMeetings:
     def find(self, query: str, *, tenant: str = DEFAULT_TENANT, k: int = 10,
              meeting_ids: list[str] | None = None) -> list[CrossHit]:
         """The `k` best segments of all the tenant's meetings, best first."""
+        if getattr(self.search, "rows", None) is not None:
+            return self._find_tenant_wide(query, tenant=tenant, k=k, meeting_ids=meeting_ids)
         ids = meeting_ids if meeting_ids is not None else [m for _, m in self.log.meetings(tenant=tenant)]
         dense = self.search.routes is not None
         mode = "hybrid" if dense else "bm25"
@@ -132,6 +139,47 @@ class CrossMeetings:
                 lexical = sum(w for t, w in weights.items() if t in terms) / total
                 score = 0.7 * cosines.get(hit.segment.segment_id, 0.0) + 0.3 * lexical
                 out.append(CrossHit(meeting_id, hit, score))
+        out.sort(key=lambda c: (-c.score, c.meeting_id, c.hit.segment.start))
+        return out[:k]
+
+    def _find_tenant_wide(self, query: str, *, tenant: str, k: int,
+                          meeting_ids: list[str] | None) -> list[CrossHit]:
+        """`find` on PostgreSQL: candidates by HNSW and full text across the tenant, scored as `find` scores."""
+        from meetmem.store.index.search import vector_key
+
+        rows = self.search.rows  # store/pg/search.py `PgSearch`
+        for meeting_id in rows.lagging(tenant, meeting_ids):  # rows no indexer has reached yet
+            rows.catch_up(tenant, meeting_id)
+        pool = max(rows.options.fusion.pool, 5 * k)
+        vectors: dict[str, Any] = {}
+        candidates = dict(rows.keyword_across(tenant, query, k=pool, meeting_ids=meeting_ids))
+        routes = self.search.routes
+        if routes is not None:
+            speaker_form = self.search.options.embed_speaker
+            for name, model in routes.by_name().items():
+                vectors[name] = model.encode_query(query)
+                for sid, _ in rows.dense_across(tenant, vectors[name], model=vector_key(name, speaker=speaker_form),
+                                                k=pool, meeting_ids=meeting_ids):
+                    candidates.setdefault(sid, 0.0)
+        stored = self.log.get(candidates)
+        by_meeting: dict[str, list[Any]] = {}
+        for segment in stored.values():
+            if segment.tenant == tenant:
+                by_meeting.setdefault(segment.meeting_id, []).append(segment)
+        tokens = set(self.search.tokenizer.tokens(query))
+        out: list[CrossHit] = []
+        for meeting_id, segments in sorted(by_meeting.items()):
+            index = self.search.meeting_index(meeting_id, tenant=tenant)
+            cosines = (self.search.similarities(meeting_id, vectors, [s.segment_id for s in segments], tenant=tenant)
+                       if vectors else {})
+            with index.lock:
+                weights = {t: max(index.bm25.idf(t), 0.0) for t in tokens}
+            total = sum(weights.values()) or 1.0
+            for segment in segments:
+                terms = set(self.search.tokenizer.tokens(segment.text))
+                lexical = sum(w for t, w in weights.items() if t in terms) / total
+                score = 0.7 * cosines.get(segment.segment_id, 0.0) + 0.3 * lexical
+                out.append(CrossHit(meeting_id, Hit(segment, score), score))
         out.sort(key=lambda c: (-c.score, c.meeting_id, c.hit.segment.start))
         return out[:k]
 

@@ -213,3 +213,28 @@ def test_with_no_worker_the_api_embeds_after_its_fallback_delay_once(
     finally:
         work.close()
     assert len(model.passages) == len(segments)
+
+
+@pytest.mark.model
+def test_search_across_meetings_on_pgvector_finds_what_sqlite_finds(
+        make_api: Callable[..., Any], tmp_path: Path,
+        sample_device_and_segments: tuple[str, list[SegmentInput]],
+        sample_questions: list[dict[str, Any]]) -> None:
+    device_id, segments = sample_device_and_segments
+    queries = [*_verbatim(sample_questions), "how much does it cost", "who owns the next step"]
+    found = {}
+    for backend, overrides in (("postgres", {}), ("sqlite", {"database_url": None, "db": tmp_path / "sqlite.db"})):
+        api = make_api(**overrides)
+        headers = api.headers(api.token(TENANT))
+        for n, i in enumerate(range(0, len(segments), 20)):  # the meeting in three parts, three meetings
+            r = api.client.post(f"/v1/meetings/part-{n}/segments", json=_body(device_id, segments[i : i + 20]),
+                                headers=headers)
+            assert r.status_code == 200, r.text
+        assert api.service.indexer.wait_idle(120)
+        found[backend] = []
+        for query in queries:
+            r = api.client.get("/v1/search", params={"q": query, "k": 3}, headers=headers)
+            assert r.status_code == 200, r.text
+            found[backend].append([(hit["meeting_id"], hit["segment_id"]) for hit in r.json()][:1])
+        assert all(found[backend])
+    assert found["postgres"] == found["sqlite"]
