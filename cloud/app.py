@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from meetmem.store.backends import open_log
+        from meetmem.store.backends import open_log, open_search
         from meetmem.store.index.search import embedder_routes
         from meetmem.store.receipts import ReceiptKey
         from meetmem.summarizers.backends import make_digest_parts
@@ -82,7 +82,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         transcript_log = open_log(settings.database_url or settings.db, upgrade=False,
                                   max_bytes=settings.max_db_bytes)
         receipts = ReceiptKey.load(settings.receipt_key_path(), create=True)
-        search = _meeting_search(transcript_log, routes)
+        search = open_search(transcript_log, routes)
         # The service's indexer embeds new segments; a question adds them to BM25 and never waits for that.
         search.background_embedding = True
         summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
@@ -266,18 +266,6 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SummarizerError, summarizer_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
-
-
-def _meeting_search(transcript_log: Any, routes: EmbedderRoutes | None) -> Any:
-    """The meeting search over the log: on PostgreSQL its vectors live in pgvector, embedded once for every
-    process (`store.pg.meeting_search`); on SQLite they are cached beside the log."""
-    if getattr(transcript_log, "backend", "sqlite") == "postgres":
-        from meetmem.store.pg.meeting_search import PgTranscriptSearch
-
-        return PgTranscriptSearch(transcript_log, routes)
-    from meetmem.store.index.search import TranscriptSearch
-
-    return TranscriptSearch(transcript_log, routes)
 
 
 def _shared_across_processes(database_url: str | None, *, jobs: bool = True) -> dict[str, Any]:

@@ -183,7 +183,10 @@ class MeetingService:
                 for tenant, meeting_id in self.log.meetings():
                     if self._stop.is_set():
                         return
-                    self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
+                    # With a job queue the workers embed what is missing (this process after `fallback_after`).
+                    index = self.search.meeting_index(meeting_id, tenant=tenant, embed=self.jobs is None)
+                    if self.jobs is not None and index.unembedded:
+                        self.indexer.notify(tenant, meeting_id)
         except Exception as exc:  # reported by /healthz; the process keeps taking segments into the log
             self.failure = f"{type(exc).__name__}: {exc}"
             self.state = "failed"

@@ -53,3 +53,19 @@ def open_log(target: str | Path, *, upgrade: bool = True, clock: Callable[[], st
     if path is None:
         raise StoreError(f"unknown database {text!r}: give a file path, sqlite:///PATH or postgresql://...")
     return TranscriptLog(path, clock=clock, max_bytes=max_bytes)
+
+
+def open_search(log: AnyLog, embedder: Any = None) -> Any:
+    """The meeting search over `log`: `TranscriptSearch` with its vectors cached beside the SQLite log, or on
+    PostgreSQL `PgTranscriptSearch`, whose vectors live in pgvector, embedded once for every process.
+
+    Args:
+        embedder: the dense model (or `EmbedderRoutes`), or None for BM25 alone.
+    """
+    if getattr(log, "backend", "sqlite") == "postgres":
+        from .pg.meeting_search import PgTranscriptSearch
+
+        return PgTranscriptSearch(log, embedder)
+    from .index.search import TranscriptSearch
+
+    return TranscriptSearch(log, embedder)

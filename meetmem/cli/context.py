@@ -44,9 +44,10 @@ class CommandContext:
     @property
     def search(self) -> TranscriptSearch:
         if self._search is None:
-            from meetmem.store.index.search import TranscriptSearch
+            from meetmem.store.backends import open_search
 
-            self._search = TranscriptSearch(self.log, self._embedder_routes())
+            # On PostgreSQL the vectors come from pgvector (those the service and its workers stored).
+            self._search = open_search(self.log, self._embedder_routes())
         return self._search
 
     def _embedder_routes(self) -> EmbedderRoutes | None:
@@ -85,5 +86,8 @@ class CommandContext:
         close_answerer = getattr(self._answerer, "close", None)
         if callable(close_answerer):
             close_answerer()
+        close_search = getattr(self._search, "close", None)
+        if callable(close_search):
+            close_search()
         if self._log is not None:
             self._log.close()
