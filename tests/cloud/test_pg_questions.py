@@ -238,3 +238,16 @@ def test_search_across_meetings_on_pgvector_finds_what_sqlite_finds(
             found[backend].append([(hit["meeting_id"], hit["segment_id"]) for hit in r.json()][:1])
         assert all(found[backend])
     assert found["postgres"] == found["sqlite"]
+
+
+@pytest.mark.model
+@pytest.mark.backends("sqlite")
+def test_health_counts_the_segments_waiting_for_vectors_on_sqlite_too(
+        make_api: Callable[..., Any], sample_device_and_segments: tuple[str, list[SegmentInput]]) -> None:
+    device_id, segments = sample_device_and_segments
+    api = make_api()
+    headers = api.headers(api.token(TENANT))
+    _ingest(api, headers, device_id, segments)
+    assert api.service.indexer.wait_idle(120)
+    assert api.client.get("/healthz").json() == {"status": "ready", "detail": None, "pending_vectors": 0}
+    assert make_api(embedders=None).client.get("/healthz").json()["pending_vectors"] is None  # no model: nothing waits
