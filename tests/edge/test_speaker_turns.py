@@ -103,3 +103,9 @@ def test_the_agent_stores_two_segments_with_their_own_labels_and_words(
     # The two turns share the utterance, one after the other, from its start to its end.
     assert stored[2].end == stored[3].start
     assert stored[2].start == whole[2].start and stored[3].end == whole[2].end
+
+
+def test_edge_run_cuts_at_the_encoder_modules_default() -> None:
+    from meetmem.cli import edge_commands
+
+    assert edge_commands.CHANGE_THRESHOLD == speakers.CHANGE_THRESHOLD == speakers.SpeakerOptions().change_threshold
