@@ -131,12 +131,15 @@ class Citation:
     speaker: str | None
     text: str
     #: The name the meeting's speaker map gives `speaker` (a user's, else a suggestion); `speaker` stays the
-    #: transcript's label.
+    #: transcript's label. In the JSON only when there is one, so a meeting without a map keeps the shape.
     speaker_name: str | None = None
 
     def public(self) -> dict[str, Any]:
-        return {"segment_id": self.segment_id, "start": self.start, "end": self.end, "speaker": self.speaker,
-                "speaker_name": self.speaker_name, "text": self.text}
+        out = {"segment_id": self.segment_id, "start": self.start, "end": self.end, "speaker": self.speaker,
+               "text": self.text}
+        if self.speaker_name is not None:
+            out["speaker_name"] = self.speaker_name
+        return out
 
 
 @dataclass(frozen=True, slots=True)
