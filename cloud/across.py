@@ -27,6 +27,8 @@ from meetmem.store.index.search import Hit
 from meetmem.store.log import DEFAULT_TENANT
 from meetmem.store.timecode import format_time
 
+from .speaker_names import cited_names
+
 if TYPE_CHECKING:
     from meetmem.store.index.search import TranscriptSearch
 
@@ -214,8 +216,10 @@ class CrossMeetings:
                 break
             if other.hit.segment.segment_id not in seen:
                 seg = other.hit.segment
+                named = cited_names(self.log, other.meeting_id, tenant, [seg.speaker] if seg.speaker else [])
                 citations.append({"segment_id": seg.segment_id, "start": seg.start, "end": seg.end,
-                                  "speaker": seg.speaker, "text": seg.text, "meeting_id": other.meeting_id})
+                                  "speaker": seg.speaker, "speaker_name": named.get(seg.speaker or ""),
+                                  "text": seg.text, "meeting_id": other.meeting_id})
                 seen.add(seg.segment_id)
         also = sorted({h.meeting_id for h in hits if h.meeting_id != best})
         text = f"In meeting {label}:\n{answer.answer}"

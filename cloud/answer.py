@@ -22,6 +22,7 @@ from meetmem.summarizers.extractive import sentences
 from .overview import overview_answer
 from .prompting import hit_reason
 from .routed_answers import RoutedAnswers
+from .speaker_names import with_speaker_names
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -129,10 +130,16 @@ class Citation:
     end: float
     speaker: str | None
     text: str
+    #: The name the meeting's speaker map gives `speaker` (a user's, else a suggestion); `speaker` stays the
+    #: transcript's label. In the JSON only when there is one, so a meeting without a map keeps the shape.
+    speaker_name: str | None = None
 
     def public(self) -> dict[str, Any]:
-        return {"segment_id": self.segment_id, "start": self.start, "end": self.end, "speaker": self.speaker,
-                "text": self.text}
+        out = {"segment_id": self.segment_id, "start": self.start, "end": self.end, "speaker": self.speaker,
+               "text": self.text}
+        if self.speaker_name is not None:
+            out["speaker_name"] = self.speaker_name
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +293,7 @@ class Answerer:
         answer = self._ask(meeting_id, question, tenant=tenant, filters=filters, device_id=device_id)
         if answer.route is None:
             answer = replace(answer, route=answer.kind, route_reason=_default_route_reason(answer.kind))
-        return answer
+        return with_speaker_names(answer, self.search.log, meeting_id, tenant)
 
     def _ask(self, meeting_id: str, question: str, *, tenant: str, filters: SearchFilters | None,
              device_id: str | None = None) -> Answer:

@@ -32,6 +32,7 @@ from .answer import MAX_CITATIONS, Answer, Answerer, Citation, ManifestBlock, fo
 from .compiler import CompiledPrompt, CompilerOptions, Evidence, Turn, shrink_options
 from .prompting import Compiled, PromptSources
 from .sessions import AskSession
+from .speaker_names import with_speaker_names
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -350,7 +351,10 @@ class LLMAnswerer:
             for s in expanded:
                 manifest.append(ManifestBlock(f"segment #{s.chain_pos} [{format_time(s.start)}]",
                                               count_tokens(s.text), f"expand({start:.1f}, {end:.1f})"))
-        return Answer(question, question_kind(question), text, citations, tuple(manifest))
+        answer = Answer(question, question_kind(question), text, citations, tuple(manifest))
+        if not segments:
+            return answer
+        return with_speaker_names(answer, self.log, segments[0].meeting_id, segments[0].tenant)
 
     def _fallback(self, meeting_id: str, question: str, tenant: str, note: str, why: str) -> Answer:
         """The extractive answer, with the note saying why it is not the model's."""

@@ -153,3 +153,38 @@ def apply_names(directory: SpeakerDirectory, names: dict[str, tuple[str, str]]) 
         rest = [a for a in directory.aliases.get(label, []) if a.lower() != low]
         directory.aliases[label] = [name, *rest]
         directory.evidence[f"{label}:{low}"] = why
+
+
+def cited_names(log: Any, meeting_id: str, tenant: str, labels: Sequence[str]) -> dict[str, str]:
+    """`label -> name now` for those of `labels` the meeting's speaker map names (a user's name, else a
+    suggestion). The meeting's segments are read only when a label could have a suggestion."""
+    from meetmem.store.speaker_map import read_current
+
+    wanted = {label for label in labels if label}
+    if not wanted:
+        return {}
+    stored = read_current(log, meeting_id, tenant=tenant)
+    if not any(ANONYMOUS_LABEL_RE.match(label) for label in wanted - set(stored)):
+        return {label: entry.name for label, entry in stored.items() if label in wanted and entry.name}
+    named = names_by_label(log.segments(meeting_id, tenant=tenant), stored)
+    return {label: name for label, (name, _) in named.items() if label in wanted}
+
+
+def named_quotes(text: str, names: dict[str, str]) -> str:
+    """An answer's quotes attributed by name: `"..." (S1, 01:23)` becomes `"..." (Priya, 01:23)`."""
+    for label, name in names.items():
+        text = re.sub(rf"\({re.escape(label)}, (\d+:\d\d(?::\d\d)?)\)", lambda m, n=name: f"({n}, {m.group(1)})",
+                      text)
+    return text
+
+
+def with_speaker_names(answer: Any, log: Any, meeting_id: str, tenant: str) -> Any:
+    """The answer with each citation's `speaker_name` and its quotes attributed by name, from the meeting's
+    speaker map; `speaker` stays the label (an `answer.Answer`, typed loosely: `answer` imports this module)."""
+    from dataclasses import replace
+
+    names = cited_names(log, meeting_id, tenant, [c.speaker for c in answer.citations if c.speaker])
+    if not names:
+        return answer
+    citations = tuple(replace(c, speaker_name=names.get(c.speaker)) for c in answer.citations)
+    return replace(answer, answer=named_quotes(answer.answer, names), citations=citations)

@@ -92,6 +92,7 @@ class CaptureStatus:
     degradations: list[dict[str, object]] = field(default_factory=list)  # steps taken under load, in order
     partial_passes: int = 0  # partial-caption passes run (live only)
     partial_time: float = 0.0  # seconds spent in them
+    speaker_turns_split: int = 0  # utterances cut in two (or more) where the voice changed inside them
 
     @property
     def real_time_factor(self) -> float:
@@ -161,6 +162,7 @@ class CaptureAgent:
         self.partials = partials
         self.on_partial = on_partial
         self.speakers = speakers
+        self._turn_labels: dict[tuple[int, int], str] = {}  # a flush's speaker turns' labels, by their samples
         # The utterance in progress (reader thread's): its first sample, its audio, its trailing silence (ms).
         self._speaking: tuple[int, np.ndarray, int] | None = None
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
@@ -353,10 +355,16 @@ class CaptureAgent:
         """Transcribe utterances (packed into one call when there are several) and store them in order."""
         if not utterances:
             return
+        utterances = self._by_speaker(utterances)
         if len(utterances) == 1:
             self._store(utterances[0], offset, source)
             return
         for group, pieces in self._transcribe_packed(utterances, offset):
+            turns = self._across_voice_change(group, utterances)
+            if turns:  # Whisper ran two speakers' turns together: each is recognised alone instead
+                for turn in turns:
+                    self._store(turn, offset, source)
+                continue
             self._store(group, offset, source, pieces=pieces)
 
     def _transcribe_packed(self, utterances: list[Utterance],
@@ -438,7 +446,47 @@ class CaptureAgent:
     def _speaker(self, utterance: Utterance) -> str | None:
         if self.speakers is None or utterance.audio.size == 0:
             return self.options.speaker
-        return self.speakers.label(utterance.audio)
+        label = self._turn_labels.pop((utterance.start_sample, utterance.end_sample), None)
+        return label if label is not None else self.speakers.label(utterance.audio)
+
+    # -- speaker turns: one utterance holding two voices becomes two segments, before recognition ---------
+
+    def _by_speaker(self, utterances: list[Utterance]) -> list[Utterance]:
+        """The utterances cut where the voice changes inside them (`speakers.speaker_turns`), each turn
+        labelled as it is found (in order, so a file's pack is cut with the voices heard before each of its
+        utterances). The turns are recognised as utterances of their own, so each segment's words and times
+        are its speaker's; nothing stored is ever rewritten."""
+        self._turn_labels.clear()  # a flush labels its own turns; a group Whisper joined is labelled again
+        if self.speakers is None:
+            return utterances
+        return [turn for utterance in utterances for turn in self._speaker_turns(utterance)]
+
+    @staticmethod
+    def _across_voice_change(group: Utterance, utterances: list[Utterance]) -> list[Utterance] | None:
+        """The utterances a packed group holds when two of them are turns of one cut (one ends where the next
+        starts: the VAD's own utterances always have a pause between them), else None."""
+        members = [u for u in utterances if group.start_sample <= u.start_sample and u.end_sample <= group.end_sample]
+        if any(a.end_sample == b.start_sample for a, b in zip(members, members[1:], strict=False)):
+            return members
+        return None
+
+    def _speaker_turns(self, utterance: Utterance) -> list[Utterance]:
+        if utterance.audio.size == 0:
+            return [utterance]
+        turns = self.speakers.turns(utterance.audio)
+        parts = [utterance] if len(turns) == 1 else [
+            dataclasses.replace(utterance, start_sample=utterance.start_sample + turn.start,
+                                end_sample=utterance.start_sample + turn.end,
+                                audio=utterance.audio[turn.start:turn.end],
+                                forced=utterance.forced and turn is turns[-1])
+            for turn in turns]
+        for part, turn in zip(parts, turns, strict=True):
+            self.speakers.utterances += 1
+            self._turn_labels[(part.start_sample, part.end_sample)] = self.speakers.assign(turn.embedding,
+                                                                                           part.duration)
+        if len(parts) > 1:
+            self.status.speaker_turns_split += 1
+        return parts
 
 
 def _tee(chunks: Iterable[np.ndarray], start: float,

@@ -181,6 +181,23 @@ def mel_filterbank(sr: int = SAMPLE_RATE, n_fft: int = N_FFT, n_mels: int = N_ME
     return weights.astype(np.float32)
 
 
+def raised_level(wav: np.ndarray) -> np.ndarray:
+    """float32 audio raised to -30 dBFS RMS (never lowered), the level the encoder was trained at.
+
+    Raises:
+        ValueError: there is no audio.
+    """
+    wav = np.asarray(wav, dtype=np.float32)
+    if wav.size == 0:
+        raise ValueError("no audio to embed")
+    rms = float(np.sqrt(np.mean(wav.astype(np.float64) ** 2)))
+    if rms > 0:
+        gain = 10 ** ((-30.0 - 20 * np.log10(rms)) / 20)
+        if gain > 1:
+            wav = wav * gain
+    return wav
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (np.tanh(0.5 * x) + 1.0)
 
@@ -264,14 +281,7 @@ class VoiceEncoder:
 
         The audio's level is raised to -30 dBFS first (never lowered), as the encoder was trained.
         """
-        wav = np.asarray(wav, dtype=np.float32)
-        if wav.size == 0:
-            raise ValueError("no audio to embed")
-        rms = float(np.sqrt(np.mean(wav.astype(np.float64) ** 2)))
-        if rms > 0:
-            gain = 10 ** ((-30.0 - 20 * np.log10(rms)) / 20)
-            if gain > 1:
-                wav = wav * gain
+        wav = raised_level(wav)
         slices = self.partial_slices(len(wav))
         need = slices[-1].stop * HOP
         if need > len(wav):
@@ -281,6 +291,86 @@ class VoiceEncoder:
         partials = self.forward(batch)
         mean = partials.mean(axis=0)
         return (mean / np.linalg.norm(mean)).astype(np.float32)
+
+
+# -- a speaker change inside one utterance -----------------------------------------------------------------
+
+#: Where a new voice may start: the middle of a pause, 10 ms frames at least `PAUSE_DB` below the
+#: utterance's loud frames (its 95th percentile) for at least `PAUSE_MIN_S` (a gap between two words).
+PAUSE_DB = 25.0
+PAUSE_MIN_S = 0.05
+#: The longest pauses of an utterance tried as the change (each costs embedding the utterance once more).
+CHANGE_CANDIDATES = 3
+#: Each side of a cut holds at least one of the encoder's 1.6 s partial utterances.
+MIN_TURN_SAMPLES = PARTIAL_FRAMES * HOP
+#: The default `SpeakerOptions.change_threshold` (tuned with `meetmem bench speakers`).
+CHANGE_THRESHOLD = 0.8
+#: The default `SpeakerOptions.new_voice_change`.
+NEW_VOICE_CHANGE = 0.7
+
+
+@dataclass(frozen=True, eq=False)
+class SpeakerTurn:
+    """One voice's stretch of an utterance: samples `[start, end)` of its audio, and its embedding."""
+
+    start: int
+    end: int
+    embedding: np.ndarray
+
+
+def speaker_turns(encoder: VoiceEncoder, audio: np.ndarray, change_threshold: float | None) -> list[SpeakerTurn]:
+    """An utterance's audio as the turns of the voices in it, in order (one turn when nobody took over).
+
+    Two people who answer each other with less than the VAD's closing pause between them arrive as one
+    utterance, which one label would cover. A new voice starts in a pause (`pauses`), so the
+    `CHANGE_CANDIDATES` longest pauses with at least 1.6 s of speech on either side are tried: the audio
+    before and after each is embedded as an utterance of its own (`VoiceEncoder.embed`), and the least
+    alike pair, when its cosine is below `change_threshold`, is where the utterance is cut, once (a third
+    voice inside one utterance stays with its neighbour). Comparing sliding 1.6 s partials' means instead
+    put the cut up to a second off on espeak-ng voices: the mean of a few partials of one voice varies
+    nearly as much as two voices differ.
+
+    Args:
+        encoder: the voice encoder.
+        audio: one utterance, 16 kHz mono float32.
+        change_threshold: the cosine between the two sides below which the voice changed; None never cuts.
+    """
+    audio = np.asarray(audio, dtype=np.float32)
+    n = len(audio)
+    if change_threshold is None or n < 2 * MIN_TURN_SAMPLES:
+        return [SpeakerTurn(0, n, encoder.embed(audio))]
+    found = [(length, middle * HOP) for length, middle in pauses(raised_level(audio))
+             if MIN_TURN_SAMPLES <= middle * HOP <= n - MIN_TURN_SAMPLES]
+    best: tuple[float, int, np.ndarray, np.ndarray] | None = None
+    for _, cut in sorted(found, reverse=True)[:CHANGE_CANDIDATES]:
+        left, right = encoder.embed(audio[:cut]), encoder.embed(audio[cut:])
+        cosine = float(left @ right)
+        if best is None or cosine < best[0]:
+            best = (cosine, cut, left, right)
+    if best is None or best[0] >= change_threshold:
+        return [SpeakerTurn(0, n, encoder.embed(audio))]
+    _, cut, left, right = best
+    return [SpeakerTurn(0, cut, left), SpeakerTurn(cut, n, right)]
+
+
+def pauses(wav: np.ndarray) -> list[tuple[int, int]]:
+    """The pauses in an utterance as (length, middle) in 10 ms frames: runs of at least `PAUSE_MIN_S` of
+    frames `PAUSE_DB` below its loud frames."""
+    frames = len(wav) // HOP
+    if frames < 2:
+        return []
+    energy = (wav[:frames * HOP].astype(np.float64) ** 2).reshape(frames, HOP).mean(axis=1)
+    quiet = energy <= np.percentile(energy, 95) * 10 ** (-PAUSE_DB / 10)
+    out: list[tuple[int, int]] = []
+    run_start = None
+    for i, still in enumerate([*quiet, False]):
+        if still and run_start is None:
+            run_start = i
+        elif not still and run_start is not None:
+            if (i - run_start) * HOP >= PAUSE_MIN_S * SAMPLE_RATE:
+                out.append((i - run_start, (run_start + i) // 2))
+            run_start = None
+    return out
 
 
 # -- labels ----------------------------------------------------------------------------------------------
@@ -294,11 +384,18 @@ class SpeakerOptions:
         wearer_threshold: least similarity to the enrolled wearer's voice to be labelled the wearer.
         min_seconds: an utterance shorter than this joins the nearest voice (even below the threshold) and
             never starts one or moves a centroid: too short to trust.
+        change_threshold: inside one utterance, the cosine between the voices before and after a pause
+            below which it is cut into two turns with their own labels (`speaker_turns`); None: never cut.
+        new_voice_change: a cut is kept where the two sides would get two known labels; where a side would
+            start a new voice, only when their cosine is below this (a short side of one person's utterance
+            looks new more often than a new person starts speaking without a pause).
     """
 
     threshold: float = 0.75
     wearer_threshold: float = 0.75
     min_seconds: float = 1.0
+    change_threshold: float | None = CHANGE_THRESHOLD
+    new_voice_change: float = NEW_VOICE_CHANGE
 
 
 @dataclass
@@ -338,6 +435,47 @@ class SpeakerTracker:
         self.embed_time += time.process_time() - started
         self.utterances += 1
         return self.assign(embedding, len(audio) / SAMPLE_RATE)
+
+    def turns(self, audio: np.ndarray) -> list[SpeakerTurn]:
+        """One utterance's audio as its speakers' turns (`speaker_turns`, then `merge_same`), each with its
+        embedding; label them with `assign`."""
+        import time
+
+        started = time.process_time()
+        found = speaker_turns(self.encoder, audio, self.options.change_threshold)
+        self.embed_time += time.process_time() - started
+        return self.merge_same(found)
+
+    def peek(self, embedding: np.ndarray) -> str | None:
+        """The label `assign` would give a trusted embedding now, without changing anything (None: a new
+        voice)."""
+        if self.wearer is not None and float(embedding @ self.wearer) >= self.options.wearer_threshold:
+            return WEARER_LABEL
+        sims = [float(embedding @ voice.centroid) for voice in self.voices]
+        if sims and max(sims) >= self.options.threshold:
+            return self.voices[int(np.argmax(sims))].label
+        return None
+
+    def merge_same(self, turns: list[SpeakerTurn]) -> list[SpeakerTurn]:
+        """Neighbouring turns that would get the same label joined again: a cut is kept only where the labels
+        differ (two voices heard before), or where a side would start a new voice and the sides are unlike
+        (`new_voice_change`), so a change of tone inside one person's utterance does not split it. A joined
+        turn's embedding is its parts' weighted by length."""
+        out = list(turns[:1])
+        for turn in turns[1:]:
+            last = out[-1]
+            before, after = self.peek(last.embedding), self.peek(turn.embedding)
+            if before is not None and after is not None:
+                same = before == after
+            else:  # a side would start a voice: cut only when the two sides are far apart
+                same = float(last.embedding @ turn.embedding) >= self.options.new_voice_change
+            if same:
+                total = last.embedding * (last.end - last.start) + turn.embedding * (turn.end - turn.start)
+                unit = (total / max(np.linalg.norm(total), 1e-9)).astype(np.float32)
+                out[-1] = SpeakerTurn(last.start, turn.end, unit)
+            else:
+                out.append(turn)
+        return out
 
     def assign(self, embedding: np.ndarray, seconds: float) -> str:
         """The label for an embedding of an utterance `seconds` long (the clustering alone)."""

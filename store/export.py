@@ -60,7 +60,7 @@ def header_for(meeting_id: str, segments: Sequence[Segment], *, title: str | Non
 
 
 def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None, *,
-           owner_names: Mapping[str, str] | None = None) -> str:
+           owner_names: Mapping[str, str] | None = None, speaker_names: Mapping[str, str] | None = None) -> str:
     """The meeting in `fmt` (`md`, `srt`, `vtt` or `json`).
 
     Args:
@@ -70,6 +70,9 @@ def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest:
         owner_names: speaker label -> name from the meeting's speaker map: a ledger item owned by a label
             gets `owner_name` (as GET ledger gives it), and the minutes show "Priya (S2)" (the caller
             decides which names a document states).
+        speaker_names: speaker label -> name for the transcript's lines: subtitles show the name, the JSON's
+            segments add `speaker_name` (their `speaker` stays the label), the minutes' participants read
+            "Priya (S2)". None: the labels alone.
 
     Raises:
         ValueError: an unknown format (the message lists the known ones).
@@ -77,10 +80,10 @@ def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest:
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
     if fmt == "md":
-        return minutes_markdown(header, segments, digest, owner_names=owner_names)
+        return minutes_markdown(header, segments, digest, owner_names=owner_names, speaker_names=speaker_names)
     if fmt == "json":
-        return export_json(header, segments, digest, owner_names=owner_names)
-    return subtitles(_standing(segments), vtt=fmt == "vtt")
+        return export_json(header, segments, digest, owner_names=owner_names, speaker_names=speaker_names)
+    return subtitles(_standing(segments), vtt=fmt == "vtt", speaker_names=speaker_names)
 
 
 def _standing(segments: Sequence[Segment]) -> list[Segment]:
@@ -108,8 +111,10 @@ def _vtt_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
-def subtitles(segments: Sequence[Segment], *, vtt: bool) -> str:
-    """SRT (`vtt=False`) or WebVTT cues, one per segment, the speaker as a voice (VTT) or a prefix (SRT)."""
+def subtitles(segments: Sequence[Segment], *, vtt: bool, speaker_names: Mapping[str, str] | None = None) -> str:
+    """SRT (`vtt=False`) or WebVTT cues, one per segment, the speaker (by the name `speaker_names` gives the
+    label, else the label) as a voice (VTT) or a prefix (SRT)."""
+    names = speaker_names or {}
     ordered = sorted(segments, key=lambda s: (s.start, s.device_id, s.seq))
     blocks: list[str] = ["WEBVTT\n"] if vtt else []
     for number, seg in enumerate(ordered, start=1):
@@ -117,11 +122,12 @@ def subtitles(segments: Sequence[Segment], *, vtt: bool) -> str:
         text = _one_line(seg.text)
         sep = "." if vtt else ","
         timing = f"{_cue_time(seg.start, sep=sep)} --> {_cue_time(end, sep=sep)}"
+        who = names.get(seg.speaker, seg.speaker) if seg.speaker else None
         if vtt:
-            speaker = _one_line(seg.speaker or "").replace(">", "")
+            speaker = _one_line(who or "").replace(">", "")
             body = f"<v {_vtt_escape(speaker)}>{_vtt_escape(text)}" if speaker else _vtt_escape(text)
         else:
-            body = f"{_one_line(seg.speaker)}: {text}" if seg.speaker else text
+            body = f"{_one_line(who)}: {text}" if who else text
         blocks.append(f"{number}\n{timing}\n{body}\n")
     return "\n".join(blocks)
 
@@ -148,7 +154,8 @@ def named_ledger(digest: MeetingDigest, owner_names: Mapping[str, str] | None = 
 
 
 def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None, *,
-                     owner_names: Mapping[str, str] | None = None) -> str:
+                     owner_names: Mapping[str, str] | None = None,
+                     speaker_names: Mapping[str, str] | None = None) -> str:
     """Minutes: title, date, participants, the summary, decisions, todos, open questions and facts, each
     line with the time it was said (superseded items struck through and kept, in time order)."""
     out = [f"# {_one_line(header.title)}", ""]
@@ -156,7 +163,9 @@ def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest:
         out.append(f"- **Meeting:** `{header.meeting_id}`")
     out.append(f"- **Date:** {header.started_at or 'not recorded'}")
     out.append(f"- **Duration:** {format_time(header.duration)}")
-    out.append(f"- **Participants:** {', '.join(_md(p) for p in header.participants) or 'not recorded'}")
+    names = speaker_names or {}
+    people = [f"{names[p]} ({p})" if p in names and names[p] != p else p for p in header.participants]
+    out.append(f"- **Participants:** {', '.join(_md(p) for p in people) or 'not recorded'}")
     out.append(f"- **Status:** {'closed' if header.closed else 'in progress'}")
     out.append("")
     if digest is None:
@@ -201,13 +210,15 @@ def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest:
 
 # -- JSON -----------------------------------------------------------------------------------------------------
 def export_json(header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None, *,
-                owner_names: Mapping[str, str] | None = None) -> str:
+                owner_names: Mapping[str, str] | None = None, speaker_names: Mapping[str, str] | None = None) -> str:
     """One JSON document: the meeting, every segment (corrections and the segments they replace, marked),
     the summary and the ledger, in the shapes of `segments`, `summary` and `ledger --json`."""
     replaced = {s.supersedes: s.segment_id for s in segments if s.supersedes}
     rows = []
     for seg in segments:
         row = seg.public()
+        if speaker_names is not None:
+            row["speaker_name"] = speaker_names.get(seg.speaker) if seg.speaker else None
         row["superseded_by"] = replaced.get(seg.segment_id)
         rows.append(row)
     doc: dict[str, Any] = {

@@ -27,8 +27,10 @@ def export_meeting(service: MeetingService, tenant: str, meeting_id: str, fmt: s
     digest = service.digest(tenant, meeting_id) if segments else None
     # The JSON's ledger is GET ledger's (suggested names included, as `owner_name`); the minutes, a document
     # people read as fact, name an owner only by a name a user set or confirmed.
-    names = service.owner_names(tenant, meeting_id, confirmed=fmt == "md") if fmt in ("md", "json") else None
-    return render(fmt, header, segments, digest, owner_names=names)
+    # The subtitles' speakers are named the same way: a document, by the names users set.
+    names = service.owner_names(tenant, meeting_id, confirmed=fmt != "json")
+    return render(fmt, header, segments, digest, owner_names=names if fmt in ("md", "json") else None,
+                  speaker_names=names)
 
 
 @router.get(

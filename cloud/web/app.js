@@ -16,6 +16,7 @@
     audioUrl: null,
     searchAll: null,          // null: unknown yet; true/false once probed
     loadToken: 0,
+    speakerNames: new Map(),  // speaker label -> its name in the meeting's speaker map
   };
 
   // -- small helpers ---------------------------------------------------------------------------------------
@@ -280,6 +281,7 @@
       state.meetingId = id;
       state.segments = new Map();
       state.supersededBy = new Map();
+      state.speakerNames = new Map();
       state.loadToken += 1;
       for (const box of ["transcript", "summary", "ledger", "answer", "search-results"]) $(box).replaceChildren();
       $("m-title").textContent = id;
@@ -337,7 +339,10 @@
       scheduleRefresh(5000);
     }
     if (ticket !== state.loadToken) return;
-    for (const seg of doc.segments) addSegment(seg, false);
+    for (const seg of doc.segments) {
+      if (seg.speaker && seg.speaker_name) state.speakerNames.set(seg.speaker, seg.speaker_name);
+      addSegment(seg, false);
+    }
     renderTranscript();
     renderHead(info, doc);
     renderSummary(doc.summary);
@@ -378,6 +383,13 @@
     return id ? $(`seg-${rootOf(id)}`) : null;
   }
 
+  // A speaker by the name the meeting's speaker map gives the label (the label itself on hover).
+  function speakerTag(label, name, suffix = "") {
+    const known = name || state.speakerNames.get(label);
+    return el("span", { class: "speaker", title: known && known !== label ? `speaker ${label}` : "" },
+      `${known || label}${suffix}`);
+  }
+
   function segmentItem(seg) {
     const correction = latestOf(seg.segment_id);
     const text = correction
@@ -389,7 +401,7 @@
     el("button", { type: "button", class: "time", title: `Play from ${clock(seg.start)}`,
       "aria-label": `Play from ${clock(seg.start)}`, onclick: () => jumpTo(seg.segment_id, seg.start) },
     clock(seg.start)),
-    seg.speaker ? el("span", { class: "speaker" }, seg.speaker) : null,
+    seg.speaker ? speakerTag(seg.speaker, seg.speaker_name) : null,
     el("span", { class: "text" }, ...text),
     seg.supersedes && !correction ? el("span", { class: "tag" }, "correction") : null);
   }
@@ -661,7 +673,7 @@
         el("button", { type: "button", class: "item", onclick: () => jumpTo(c.segment_id, c.start),
           "aria-label": `Play from ${clock(c.start)}: ${c.text}` },
         el("span", { class: "time" }, clock(c.start)), " ",
-        c.speaker ? el("span", { class: "speaker" }, `${c.speaker}: `) : null, c.text)))) : null,
+        c.speaker ? speakerTag(c.speaker, c.speaker_name, ": ") : null, c.text)))) : null,
       answer.manifest ? el("details", { class: "manifest" },
         el("summary", {}, "How this answer was built"),
         el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "Block"), el("th", {}, "Tokens"), el("th", {}, "Why"))),
@@ -771,7 +783,7 @@
         return el("li", {}, el("button", { type: "button", class: "item", onclick: () => jumpTo(h.segment_id, h.start),
           "aria-label": `Play from ${clock(h.start)}: ${h.text}` },
         el("span", { class: "time" }, clock(h.start)), " ",
-        h.speaker ? el("span", { class: "speaker" }, `${h.speaker}: `) : null,
+        h.speaker ? speakerTag(h.speaker, null, ": ") : null,
         el("span", { class: "hit-text" }, highlighted(h.text, q))));
       }) : [el("li", { class: "note" }, "Nothing found.")]));
     } catch (err) {

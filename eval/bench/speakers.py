@@ -73,6 +73,9 @@ class Embedded:
     spans: list[tuple[float, float]]
     embeddings: list[np.ndarray]
     cpu_seconds: float
+    #: With a change threshold: each utterance's start (s) and its candidate turns, which the tracker joins
+    #: again where their labels would be the same (`SpeakerTracker.merge_same`); `spans` are then unused.
+    turns: list[tuple[float, list[Any]]] | None = None
 
 
 # -- meetings ---------------------------------------------------------------------------------------------
@@ -134,6 +137,12 @@ def generated_meetings(count: int, seed: int, workdir: Path) -> list[Meeting]:
     return meetings
 
 
+def _demo_lines() -> list[str]:
+    from importlib.resources import files
+
+    return (files("meetmem.demo_data") / "sample_meeting.jsonl").read_text().splitlines()
+
+
 def demo_meeting() -> Meeting:
     from importlib.resources import files
 
@@ -185,12 +194,16 @@ def _cut(speech: np.ndarray, longest: float = 4.0) -> list[np.ndarray]:
 
 # -- the edge's labels --------------------------------------------------------------------------------------
 
-def embed_meeting(meeting: Meeting, encoder: Any, *, oracle: bool = False) -> Embedded:
+def embed_meeting(meeting: Meeting, encoder: Any, *, oracle: bool = False,
+                  change_threshold: float | None = None) -> Embedded:
     """The edge's VAD utterances embedded; with `oracle`, the reference turns instead (what the clustering
-    alone gets right, when no utterance holds two speakers)."""
+    alone gets right, when no utterance holds two speakers); with `change_threshold`, each utterance cut
+    where the voice changes inside it first, as the edge does (`edge.speakers.speaker_turns`)."""
+    from meetmem.edge.speakers import speaker_turns
     from meetmem.edge.vad import segment
 
     spans, embeddings = [], []
+    turns: list[tuple[float, list[Any]]] = []
     started = time.process_time()
     if oracle:
         for start, end, _ in meeting.reference:
@@ -199,9 +212,13 @@ def embed_meeting(meeting: Meeting, encoder: Any, *, oracle: bool = False) -> Em
             embeddings.append(encoder.embed(audio))
     else:
         for utterance in segment(meeting.samples):
-            spans.append((utterance.start, utterance.end))
-            embeddings.append(encoder.embed(utterance.audio))
-    return Embedded(meeting, spans, embeddings, time.process_time() - started)
+            if change_threshold is None:
+                spans.append((utterance.start, utterance.end))
+                embeddings.append(encoder.embed(utterance.audio))
+                continue
+            turns.append((utterance.start, speaker_turns(encoder, utterance.audio, change_threshold)))
+    return Embedded(meeting, spans, embeddings, time.process_time() - started,
+                    turns if change_threshold is not None else None)
 
 
 def label(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None) -> list[Turn]:
@@ -210,6 +227,13 @@ def label(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None
 
     tracker = SpeakerTracker(encoder=None, options=SpeakerOptions(threshold=threshold, wearer_threshold=threshold),
                              wearer=wearer)  # type: ignore[arg-type]
+    if embedded.turns is not None:
+        out = []
+        for at, candidates in embedded.turns:
+            for turn in tracker.merge_same(candidates):
+                start, end = at + turn.start / SR, at + turn.end / SR
+                out.append((start, end, tracker.assign(turn.embedding, end - start)))
+        return out
     return [(start, end, tracker.assign(e, end - start))
             for (start, end), e in zip(embedded.spans, embedded.embeddings, strict=True)]
 
@@ -262,6 +286,51 @@ def wearer_check(embedded: Embedded, encoder: Any, threshold: float, workdir: Pa
             "other_utterances_labelled_wearer": f"{sum(h[2] == WEARER_LABEL for h in others)}/{len(others)}",
             **{f"with_wearer_{k}": v for k, v in score(embedded, threshold, wearer).items()
                if k in ("der", "labels", "speakers")}}
+
+
+# -- the whole edge: recognised segments, split where the voice changes ------------------------------------
+
+def capture(meeting: Meeting, asr: Any, encoder: Any, *, threshold: float,
+            change_threshold: float | None) -> tuple[list[Any], Any, float]:
+    """The meeting through the edge's capture agent (VAD, speaker turns, Whisper, cleaning) into a
+    temporary outbox: its segments, the capture's status and the process CPU seconds it took."""
+    from meetmem.edge.agent import CaptureAgent, CaptureOptions
+    from meetmem.edge.outbox import Outbox
+    from meetmem.edge.speakers import SpeakerOptions, SpeakerTracker
+
+    tracker = SpeakerTracker(encoder, SpeakerOptions(threshold=threshold, wearer_threshold=threshold,
+                                                     change_threshold=change_threshold))
+    chunks = (meeting.samples[i:i + SR // 2] for i in range(0, len(meeting.samples), SR // 2))
+    started = time.process_time()
+    with tempfile.TemporaryDirectory(prefix="bench-speakers-capture-") as tmp, Outbox(Path(tmp) / "o.db") as outbox:
+        agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id=meeting.name, language="en"), speakers=tracker)
+        status = agent.run(chunks, source=f"bench:{meeting.name}")
+        stored = outbox.pending(100_000)
+    return stored, status, time.process_time() - started
+
+
+def edge_run(meetings: Sequence[Meeting], asr: Any, encoder: Any, *, threshold: float,
+             change_threshold: float, references: dict[str, str]) -> dict[str, Any]:
+    """Each meeting captured twice, without and with cutting utterances where the voice changes: DER of the
+    stored segments and, where the meeting's words are known, WER (same run, same recogniser)."""
+    from ..harness.asr_scoring import error_rate
+
+    out: dict[str, Any] = {}
+    for meeting in meetings:
+        rows = {}
+        for name, change in (("whole_utterances", None), ("split_at_voice_change", change_threshold)):
+            stored, status, cpu = capture(meeting, asr, encoder, threshold=threshold, change_threshold=change)
+            hypothesis = [(s.start, s.end, s.speaker or "?") for s in stored]
+            der = diarization_error(meeting.reference, hypothesis).public()
+            row = {"segments": len(stored), "utterances_split": status.speaker_turns_split,
+                   "labels": len({h[2] for h in hypothesis}), "der": der["der"],
+                   "confusion_s": der["confusion_s"], "cpu_s": round(cpu, 1),
+                   "recogniser_calls": status.recogniser_calls, "merged_by_whisper": status.merged}
+            if meeting.name in references:
+                row["wer"] = error_rate(references[meeting.name], " ".join(s.text for s in stored))["rate"]
+            rows[name] = row
+        out[meeting.name] = rows
+    return out
 
 
 # -- resources --------------------------------------------------------------------------------------------
@@ -322,6 +391,26 @@ def resources(wav: Path, threads: int) -> dict[str, Any]:
     return {"threads": threads, **json.loads(proc.stdout)}
 
 
+def split_report(args: argparse.Namespace, encoder: Any, generated: list[Meeting], others: list[Meeting],
+                 best: float) -> dict[str, Any]:
+    """DER with each utterance cut where the voice changes (`edge.speakers.speaker_turns`): the change
+    thresholds swept on the generated meetings, and the held-out meetings at the edge's defaults."""
+    sweep: dict[str, Any] = {}
+    for change in (float(t) for t in args.change_thresholds.split(",") if t.strip()):
+        embedded = [embed_meeting(m, encoder, change_threshold=change) for m in generated]
+        sweep[str(change)] = {"at_best_threshold": _summary([score(e, best) for e in embedded]),
+                              "at_default_threshold": _summary([score(e, args.default_threshold) for e in embedded])}
+    tuning = [embed_meeting(m, encoder, change_threshold=args.change_threshold) for m in generated]
+    held_out = [embed_meeting(m, encoder, change_threshold=args.change_threshold) for m in others]
+    seconds = sum(e.meeting.seconds for e in tuning + held_out)
+    return {"change_threshold": args.change_threshold, "change_threshold_sweep_generated": sweep,
+            "generated_summary": _summary([score(e, best) for e in tuning]),
+            "generated_summary_at_default": _summary([score(e, args.default_threshold) for e in tuning]),
+            "held_out": [score(e, best) for e in held_out],
+            "held_out_at_default": [score(e, args.default_threshold) for e in held_out],
+            "embed_cpu_s_per_audio_s_in_process": round(sum(e.cpu_seconds for e in tuning + held_out) / seconds, 4)}
+
+
 # -- the command ------------------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace, ctx: Any = None) -> int:
@@ -331,6 +420,10 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     thresholds = tuple(float(t) for t in args.thresholds.split(","))
+    if args.change_threshold is None:
+        from meetmem.edge.speakers import CHANGE_THRESHOLD
+
+        args.change_threshold = CHANGE_THRESHOLD
     encoder = VoiceEncoder()
     with tempfile.TemporaryDirectory(prefix="bench-speakers-") as tmp:
         workdir = Path(tmp)
@@ -373,6 +466,21 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
             "embed_cpu_s_per_audio_s_in_process": round(sum(e.cpu_seconds for e in tuning + held_out)
                                                         / sum(e.meeting.seconds for e in tuning + held_out), 4),
         }
+        report["split_at_voice_change"] = split_report(args, encoder, generated, others, best)
+        if args.asr:
+            from meetmem.edge.asr import ASROptions, WhisperASR
+
+            say(f"the whole edge with Whisper {args.asr}: with and without cutting at voice changes ...")
+            asr = WhisperASR(ASROptions(model=args.asr, cpu_threads=args.asr_threads, beam_size=1))
+            demo = others[0]
+            references = {demo.name: " ".join(json.loads(line)["text"] for line in
+                                               _demo_lines() if line.strip())}
+            report["edge_with_asr"] = {
+                "model": args.asr, "threads": args.asr_threads, "threshold": args.default_threshold,
+                "change_threshold": args.change_threshold,
+                "meetings": edge_run([*others, *generated[:args.asr_generated]], asr, encoder,
+                                     threshold=args.default_threshold, change_threshold=args.change_threshold,
+                                     references=references)}
         if args.threads:
             wav = workdir / "demo.wav"
             import wave
@@ -406,6 +514,17 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                    help="cosine thresholds to try on the generated meetings")
     p.add_argument("--default-threshold", type=float, default=0.75,
                    help="the edge's default threshold, also scored on the held-out meetings (default 0.75)")
+    p.add_argument("--change-threshold", type=float, default=None, metavar="COSINE",
+                   help="the cosine between the two sides of a pause below which an utterance is cut into two "
+                        "speakers' turns (default: the edge's, edge.speakers.CHANGE_THRESHOLD)")
+    p.add_argument("--change-thresholds", default="0.7,0.75,0.8,0.85",
+                   help="change thresholds tried on the generated meetings ('' to skip the sweep)")
+    p.add_argument("--asr", default=None, metavar="MODEL",
+                   help="also run the whole edge (VAD, speaker turns, Whisper MODEL, cleaning) on the held-out "
+                        "meetings and --asr-generated generated ones, without and with the cut: DER of the stored "
+                        "segments and the demo meeting's WER, in the same run")
+    p.add_argument("--asr-threads", type=int, default=2, help="Whisper's threads with --asr (default 2)")
+    p.add_argument("--asr-generated", type=int, default=2, help="generated meetings run with --asr (default 2)")
     p.add_argument("--threads", default="1,2", help="thread counts for the resource runs ('' to skip; default 1,2)")
     p.set_defaults(func=run)
 

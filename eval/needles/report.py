@@ -28,6 +28,8 @@ __all__ = ["PLOTS", "MeetingSpec", "evaluate_grid", "grid", "write_report"]
 
 #: ASR-like noise of the noisy meetings: a share of words disturbed (fillers, homophones, dropped words).
 DEFAULT_NOISE = 0.1
+#: The lengths of the clean English meetings also asked "who said ...?" (`speakers`): one index more each.
+DEFAULT_SPEAKER_HOURS = (1.0,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +70,14 @@ def grid(*, hours: Sequence[float], langs: Sequence[str], noisy_hours: Sequence[
 def evaluate_grid(out: Path, specs: Sequence[MeetingSpec], *, seed: int = 7, k: int = DEFAULT_K,
                   budget: int = DEFAULT_BUDGET, routes: Any = None, audio_model: str = "base",
                   progress: Callable[[str], None] | None = None,
-                  bar: Callable[[str], Callable[[int, int], None]] | None = None) -> list[dict[str, Any]]:
+                  bar: Callable[[str], Callable[[int, int], None]] | None = None,
+                  speaker_hours: Sequence[float] = DEFAULT_SPEAKER_HOURS) -> list[dict[str, Any]]:
     """Generate, write and evaluate every meeting of `specs`, in order.
 
     Each meeting goes to `out/meetings/<spec.folder>/`; its database is temporary, so a report can be
     made again into the same folder. `bar(label)` gives a progress callback for one meeting's questions.
+    The clean English text meetings of `speaker_hours` are also asked "who said ...?" of their needles,
+    stored again the way the edge labels speakers (`needle_speakers.evaluate`): `speaker_needles`.
     Returns the results in order, each with `meeting_folder`.
     """
     say = progress or (lambda _line: None)
@@ -97,6 +102,12 @@ def evaluate_grid(out: Path, specs: Sequence[MeetingSpec], *, seed: int = 7, k: 
             else:
                 result = evaluate(meeting, db_path=Path(tmp) / "needles.db", routes=routes, k=k, budget=budget,
                                   progress=lines, on_question=on_question)
+                if spec.lang == "en" and not spec.noise and spec.hours in speaker_hours:
+                    from .speakers import evaluate as evaluate_speakers
+
+                    lines("who said it: the speaker needles, stored with edge labels named in the speaker map")
+                    result["speaker_needles"] = evaluate_speakers(meeting, db_path=Path(tmp) / "speakers.db",
+                                                                  routes=routes, k=k)
         results.append({"meeting_folder": str(folder), **result})
         say(f"meeting {number}/{len(specs)}: {spec.label} done in {time.perf_counter() - began:.1f} s, "
             f"{time.perf_counter() - started:.1f} s elapsed")

@@ -182,6 +182,22 @@ def markdown(results: Sequence[dict[str, Any]], plots: Sequence[str] = (), *, pl
         out += ["", f"### {label}", ""]
         out += table(["kind", "questions", *methods, "exact answers"], rows)
 
+    speakers = [(label, r["speaker_needles"]) for label, r in zip(labels, results, strict=True)
+                if r.get("speaker_needles")]
+    if speakers:
+        out += ["", "## Who said it: speaker needles", "",
+                "\"Who said we are not using titanium?\" for each negation, quote, amount, quantity and name one "
+                "person stated. The meeting is stored as the edge stores it, speakers as labels (`S1`, `S2`, ...) "
+                "with their names only in the meeting's speaker map; right at 1: the first citation is the "
+                f"needle's segment and its label maps to the person who said it (at {k}: any of the first {k}).",
+                ""]
+        rows = []
+        for label, sp in speakers:
+            kinds = ", ".join(f"{kind} {num(group['speaker_at_1'])}" for kind, group in sp["by_kind"].items())
+            rows.append([label, str(sp["questions"]), num(sp["speaker_at_1"]), num(sp.get(f"speaker_at_{sp['k']}")),
+                         kinds, num(sp.get("ask_mean_ms"), 1)])
+        out += table(["meeting", "questions", "speaker@1", f"speaker@{k}", "speaker@1 by kind", "ask mean ms"], rows)
+
     audio = [(label, r) for label, r in zip(labels, results, strict=True) if r.get("audio")]
     if audio:
         out += ["", "## Audio meetings", "",

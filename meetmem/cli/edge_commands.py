@@ -20,6 +20,9 @@ from .store_commands import emit_json
 
 #: Least cosine similarity to join a known voice (edge.speakers.SpeakerOptions; tuned with `bench speakers`).
 SPEAKER_THRESHOLD = 0.75
+#: Cut an utterance where the voice changes inside it (edge.speakers.CHANGE_THRESHOLD, not imported: the
+#: module loads numpy's encoder code, which `--help` need not).
+CHANGE_THRESHOLD = 0.8
 EXIT_PENDING = 3  # the file is captured but the cloud has not acknowledged everything before --timeout
 
 
@@ -209,6 +212,7 @@ def cmd_edge_run(args: argparse.Namespace, ctx: CommandContext) -> int:
         tracker = agent.speakers
         report["speakers"] = {"labels": [v.label for v in tracker.voices],
                               "wearer_enrolled": tracker.wearer is not None, "utterances": tracker.utterances,
+                              "utterances_cut_at_voice_change": status.speaker_turns_split,
                               "embed_cpu_seconds": round(tracker.embed_time, 2)}
     outbox.close()
     if args.json:
@@ -309,8 +313,9 @@ def _speaker_tracker(args: argparse.Namespace, *, quiet: bool) -> Any:
         note("speaker labels on" + ("" if wearer is not None else
                                     " (no wearer enrolled: `meetmem edge enroll` tells the wearer apart)"))
     threshold = args.speaker_threshold
-    return speakers.SpeakerTracker(encoder, speakers.SpeakerOptions(threshold=threshold, wearer_threshold=threshold),
-                                   wearer=wearer)
+    change = args.speaker_change_threshold or None
+    return speakers.SpeakerTracker(encoder, speakers.SpeakerOptions(threshold=threshold, wearer_threshold=threshold,
+                                                                    change_threshold=change), wearer=wearer)
 
 
 def cmd_edge_enroll(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -534,6 +539,10 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     p.add_argument("--speaker-threshold", type=float, default=SPEAKER_THRESHOLD, metavar="COSINE",
                    help=f"least voice similarity to join a known speaker, or to be the enrolled wearer "
                         f"(default {SPEAKER_THRESHOLD})")
+    p.add_argument("--speaker-change-threshold", type=float, default=CHANGE_THRESHOLD, metavar="COSINE",
+                   help="cut an utterance in two where the voices before and after a pause are less alike than "
+                        "this, and label each part (two people answering each other without a pause the VAD "
+                        f"waits for); 0 never cuts (default {CHANGE_THRESHOLD})")
     p.add_argument("--enrollment", default=None, metavar="PATH",
                    help="the wearer's enrolled voice (default: the one `edge enroll` stored in the user data "
                         "directory, when there is one)")

@@ -109,7 +109,7 @@ def report(args: argparse.Namespace, ctx: Any) -> int:
 
     started = time.perf_counter()
     results = evaluate_grid(out, specs, seed=args.seed, k=args.k, budget=args.budget, routes=routes,
-                            audio_model=args.audio_model, progress=say, bar=bar)
+                            audio_model=args.audio_model, progress=say, bar=bar, speaker_hours=args.speaker_hours)
     for b in bars:
         b.finish()
     corpora = corpora_lines = None
@@ -122,7 +122,8 @@ def report(args: argparse.Namespace, ctx: Any) -> int:
     header = {"evaluation": "needles_report", "machine": machine_info(),
               "code": {"git_head": head, "modified_files": modified},
               "grid": {"hours": args.hours, "langs": args.langs, "noisy_hours": args.noisy_hours, "noise": args.noise,
-                       "audio_hours": args.audio_hours, "audio_model": args.audio_model, "seed": args.seed,
+                       "audio_hours": args.audio_hours, "audio_model": args.audio_model,
+                       "speaker_hours": args.speaker_hours, "seed": args.seed,
                        "k": args.k, "budget": args.budget, "data": str(data) if data else None},
               "wall_s": round(time.perf_counter() - started, 1)}
     try:
@@ -227,6 +228,9 @@ def add_eval_commands(sub: argparse._SubParsersAction, common: argparse.Argument
                         "pipeline, 0 for none (default: 0.5)")
     p.add_argument("--audio-model", default="base",
                    help="Whisper model of the audio meeting, as `edge run --model` takes it (default: base)")
+    p.add_argument("--speaker-hours", type=_optional_hours, default=[1.0], metavar="H[,H...]",
+                   help="lengths of the clean English meetings also asked \"who said ...?\" of their needles, "
+                        "stored with edge speaker labels named in the speaker map; 0 for none (default: 1)")
     p.add_argument("--data", metavar="DIR",
                    help="the real corpora (a folder with qmsum/, locomo/, ami/, audio/, as ../shared/data): "
                         "their figures are added to the report")

@@ -38,6 +38,24 @@ def test_labels_and_scores_from_embeddings() -> None:
     assert merged["labels"] == 1 and merged["der"] > 0.3
 
 
+def test_candidate_turns_stand_only_where_the_labels_differ() -> None:
+    from meetmem.edge.speakers import SpeakerTurn
+
+    eye = np.eye(256, dtype=np.float32)
+    a, b, a2 = eye[0], eye[1], (eye[0] + 0.05 * eye[2]) / np.linalg.norm(eye[0] + 0.05 * eye[2])
+    sr = 16000
+    meeting = bench.Meeting("m", np.zeros(sr * 20, np.int16),
+                            [(0.0, 2.0, "A"), (3.0, 5.0, "B"), (6.0, 8.0, "A"), (8.0, 10.0, "B"), (11.0, 15.0, "A")],
+                            "test")
+    turns = [(0.0, [SpeakerTurn(0, 2 * sr, a)]), (3.0, [SpeakerTurn(0, 2 * sr, b)]),
+             (6.0, [SpeakerTurn(0, 2 * sr, a), SpeakerTurn(2 * sr, 4 * sr, b)]),  # A then B: cut stands
+             (11.0, [SpeakerTurn(0, 2 * sr, a), SpeakerTurn(2 * sr, 4 * sr, a2)])]  # A twice: joined again
+    embedded = bench.Embedded(meeting, [], [], 0.0, turns)
+    labelled = bench.label(embedded, 0.8)
+    assert labelled == [(0.0, 2.0, "S1"), (3.0, 5.0, "S2"), (6.0, 8.0, "S1"), (8.0, 10.0, "S2"), (11.0, 15.0, "S1")]
+    assert bench.score(embedded, 0.8)["der"] == 0.0
+
+
 @pytest.mark.model
 def test_one_generated_meeting_end_to_end(tmp_path: Path) -> None:
     if not (shutil.which("espeak-ng") and shutil.which("sox")):
@@ -53,3 +71,5 @@ def test_one_generated_meeting_end_to_end(tmp_path: Path) -> None:
     assert oracle["der"] < 0.15 and oracle["labels"] >= oracle["speakers"], oracle
     edge = bench.score(bench.embed_meeting(meeting, encoder), 0.88)
     assert edge["utterances"] <= len(meeting.reference) and edge["der"] < 0.5, edge
+    cut = bench.score(bench.embed_meeting(meeting, encoder, change_threshold=0.8), 0.88)
+    assert edge["utterances"] <= cut["utterances"] <= len(meeting.reference) and cut["der"] < 0.5, cut

@@ -14,7 +14,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def test_eval_report_writes_json_markdown_and_plots(tmp_path: Path, run_cli: Any) -> None:
     out = tmp_path / "report"
     result = run_cli("eval", "report", "--out", str(out), "--hours", "0.1", "--langs", "en", "--seed", "7",
-                     "--k", "5", "--noisy-hours", "0.1", "--audio-hours", "0", db=None)
+                     "--k", "5", "--noisy-hours", "0.1", "--audio-hours", "0", "--speaker-hours", "0.1", db=None)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(out / "report.md")
     assert "meeting 1/2: en 0.1 h" in result.stderr and "elapsed" in result.stderr  # progress on stderr
@@ -26,6 +26,10 @@ def test_eval_report_writes_json_markdown_and_plots(tmp_path: Path, run_cli: Any
     assert (out / "meetings" / "en-0.1h" / "meeting.jsonl").is_file()
     assert noisy["meeting"]["noise"] == 0.1 and (out / "meetings" / "en-0.1h-noise0.1" / "meeting.jsonl").is_file()
     assert "questions [" in result.stderr  # the progress bar
+    # "Who said ...?" on the clean English meeting only, stored with edge labels named in the speaker map.
+    speakers = one["speaker_needles"]
+    assert "speaker_needles" not in noisy and report["grid"]["speaker_hours"] == [0.1]
+    assert speakers["questions"] > 0 and 0.0 <= speakers["speaker_at_1"] <= speakers["speaker_at_5"] <= 1.0
 
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "| method | en 0.1 h | en 0.1 h noise 0.1 |" in text
@@ -35,6 +39,8 @@ def test_eval_report_writes_json_markdown_and_plots(tmp_path: Path, run_cli: Any
     for method in methods:
         assert f"| {method} |" in text
     assert "exact answers" in text and "prefix reuse" in text and "ask p95 ms" in text
+    assert "## Who said it: speaker needles" in text
+    assert f"| en 0.1 h | {speakers['questions']} | {speakers['speaker_at_1']:.3f} |" in text
 
     for name in PLOTS:
         data = (out / f"{name}.png").read_bytes()

@@ -387,3 +387,29 @@ def test_screenshots_at_phone_and_desktop_widths(browser: Any, app: App, name: s
         assert path.stat().st_size > 10_000
     finally:
         context.close()
+
+
+def test_speakers_show_by_their_names(page: Any, app: App) -> None:
+    """The transcript and an answer's citations show the speaker map's names, the label on hover."""
+    meeting = "named-speakers"
+    lines = [("S1", "Let's look at the casing first."), ("S2", "Hi, I'm Priya from finance."),
+             ("S2", "The casing budget is forty thousand euros and we are not using titanium."),
+             ("S3", "I will book the meeting room.")]
+    with app.client() as client:
+        rows = [{"seq": i, "start": 4.0 * i, "end": 4.0 * i + 3.0, "speaker": who, "text": text}
+                for i, (who, text) in enumerate(lines)]
+        assert client.post(f"/v1/meetings/{meeting}/segments",
+                           json={"device_id": "glasses-1", "segments": rows}).status_code == 200
+        assert client.put(f"/v1/meetings/{meeting}/speakers", json={"speakers": {"S1": "Ana"}}).status_code == 200
+    sign_in(page, app)
+    page.click(f"#meetings a:has-text('{meeting}')")
+    page.wait_for_selector("#transcript li.segment")
+    shown = page.locator("#transcript li.segment .speaker").all_text_contents()
+    assert shown == ["Ana", "Priya", "Priya", "S3"], shown
+    assert page.get_attribute("#transcript li.segment .speaker >> nth=1", "title") == "speaker S2"
+    page.fill("#ask-input", "How much is the casing budget?")
+    page.press("#ask-input", "Enter")
+    page.wait_for_selector("#answer ol.citations li")
+    assert "(Priya, 00:08)" in page.text_content("#answer .answer-text")
+    assert page.locator("#answer ol.citations li", has_text="forty thousand").first.text_content().count("Priya: ") == 1
+    assert page.errors == []

@@ -1,0 +1,111 @@
+"""A speaker change inside one utterance, on real espeak-ng voices, the real voice-encoder weights and real
+Whisper: two people answering each other with less than the VAD's pause between them become two segments
+with their own labels, times and words, before the outbox; one person's utterance stays whole."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from meetmem.edge import speakers
+from meetmem.edge.agent import CaptureAgent, CaptureOptions
+from meetmem.edge.outbox import Outbox
+from meetmem.edge.vad import segment
+
+pytestmark = pytest.mark.model
+
+FIRST = "We decided to use the aluminium casing for the first batch of glasses."
+SECOND = "The budget for the pilot is forty thousand euros, with a review in March."
+THIRD = "Please send the quote to the supplier before Friday, and check the battery numbers again."
+OPTIONS = speakers.SpeakerOptions(threshold=0.88, wearer_threshold=0.88)
+GAP = 0.3  # under the VAD's closing pause: one utterance
+
+
+@pytest.fixture(scope="module")
+def encoder() -> speakers.VoiceEncoder:
+    return speakers.VoiceEncoder()
+
+
+def _utterance(conversation: Any) -> Any:
+    found = segment(conversation.samples.astype(np.float32) / 32768.0)
+    assert len(found) == 1, "the VAD should join turns this close into one utterance"
+    return found[0]
+
+
+def _known(encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any], *voices: str) -> speakers.SpeakerTracker:
+    """A tracker that has heard each voice once before (a meeting under way), as S1, S2, ..."""
+    tracker = speakers.SpeakerTracker(encoder, OPTIONS)
+    for voice in voices:
+        tracker.label(make_speech(THIRD, voice=voice).samples.astype(np.float32) / 32768.0)
+    return tracker
+
+
+def test_a_change_inside_an_utterance_is_cut_in_the_pause(encoder: speakers.VoiceEncoder,
+                                                           make_speech: Callable[..., Any],
+                                                           join_speech: Callable[..., Any]) -> None:
+    talk = join_speech([make_speech(FIRST, voice="en-us"), make_speech(SECOND, voice="en+f2")], gap=GAP,
+                       name="two_in_one")
+    utterance = _utterance(talk)
+    tracker = _known(encoder, make_speech, "en-us", "en+f2")
+    turns = tracker.turns(utterance.audio)
+    assert len(turns) == 2, [(t.start, t.end) for t in turns]
+    cut = utterance.start + turns[0].end / 16000
+    first_end, second_start = talk.spans[0][1], talk.spans[1][0]
+    assert first_end - 0.05 <= cut <= second_start + 0.05, (cut, first_end, second_start)
+    assert turns[0].start == 0 and turns[1].end == len(utterance.audio) and turns[0].end == turns[1].start
+    assert [tracker.assign(t.embedding, 3.0) for t in turns] == ["S1", "S2"]
+    # Never cut: no threshold, or too little audio for 1.6 s of speech on either side.
+    assert len(speakers.speaker_turns(encoder, utterance.audio, None)) == 1
+    assert len(speakers.speaker_turns(encoder, utterance.audio[:3 * 16000], 0.99)) == 1
+
+
+def test_one_voice_stays_one_turn(encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any],
+                                  join_speech: Callable[..., Any]) -> None:
+    talk = join_speech([make_speech(FIRST, voice="en-us"), make_speech(SECOND, voice="en-us")], gap=GAP,
+                       name="one_voice")
+    utterance = _utterance(talk)
+    for tracker in (speakers.SpeakerTracker(encoder, OPTIONS), _known(encoder, make_speech, "en-us", "en+f2")):
+        turns = tracker.turns(utterance.audio)
+        assert [(t.start, t.end) for t in turns] == [(0, len(utterance.audio))]
+        assert tracker.assign(turns[0].embedding, utterance.duration) == "S1"
+
+
+def test_the_agent_stores_two_segments_with_their_own_labels_and_words(
+        tiny_asr: Any, encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any],
+        join_speech: Callable[..., Any], tmp_path: Path) -> None:
+    # Both speak once (apart), then answer each other with 0.3 s between them: one utterance for the VAD.
+    first = join_speech([make_speech(FIRST, voice="en-us"), make_speech(SECOND, voice="en+f2")], gap=1.2,
+                        name="apart")
+    then = join_speech([make_speech(THIRD, voice="en-us"), make_speech(FIRST, voice="en+f2")], gap=GAP,
+                       lead=1.0, name="together")
+    offset = len(first.samples) / 16000
+    spans = [*first.spans, *((a + offset, b + offset) for a, b in then.spans)]
+
+    def capture(tracker: speakers.SpeakerTracker | None, name: str) -> tuple[list[Any], Any]:
+        with Outbox(tmp_path / f"{name}.db") as outbox:
+            agent = CaptureAgent(tiny_asr, outbox, CaptureOptions(meeting_id="m", language="en"), speakers=tracker)
+            status = agent.run(iter([first.samples, then.samples]), source=f"file:{name}")
+            return outbox.pending(100), status
+
+    whole, _ = capture(None, "plain")
+    assert len(whole) == 3  # without voices, the VAD's last utterance is one segment
+    stored, status = capture(speakers.SpeakerTracker(encoder, OPTIONS), "voices")
+    assert [s.speaker for s in stored] == ["S1", "S2", "S1", "S2"], [(s.speaker, s.text) for s in stored]
+    assert status.speaker_turns_split == 1
+    for seg, (start, end), key in zip(stored, spans, ("alumin", "budget", "supplier", "alumin"), strict=True):
+        assert seg.start <= start + 0.1 and seg.end >= end - 0.1, (seg.start, seg.end, start, end)
+        assert key in seg.text.lower(), seg.text
+    assert "supplier" not in stored[3].text.lower() and "alumin" not in stored[2].text.lower()
+    # The two turns share the utterance, one after the other, from its start to its end.
+    assert stored[2].end == stored[3].start
+    assert stored[2].start == whole[2].start and stored[3].end == whole[2].end
+
+
+def test_edge_run_cuts_at_the_encoder_modules_default() -> None:
+    from meetmem.cli import edge_commands
+
+    assert edge_commands.CHANGE_THRESHOLD == speakers.CHANGE_THRESHOLD == speakers.SpeakerOptions().change_threshold
