@@ -70,7 +70,8 @@ def test_export_formats_over_http(demo: tuple[Any, dict[str, str]]) -> None:
     assert api.client.get("/v1/meetings/demo/export?format=md").status_code == 401
 
 
-def test_audio_upload_policy_ranges_and_delete(demo: tuple[Any, dict[str, str]], tmp_path: Path) -> None:
+def test_audio_upload_policy_ranges_and_delete(demo: tuple[Any, dict[str, str]], tmp_path: Path,
+                                               kept_audio_bytes: Callable[[Any], int]) -> None:
     api, headers = demo
     client = api.client
     assert client.get("/v1/meetings/demo/audio", headers=headers).status_code == 404
@@ -129,25 +130,11 @@ def test_audio_upload_policy_ranges_and_delete(demo: tuple[Any, dict[str, str]],
     r = client.delete("/v1/meetings/demo/audio", headers=headers)
     assert r.status_code == 200 and r.json() == {"meeting_id": "demo", "deleted_chunks": 2}
     assert not any(f.exists() for f in files)
-    assert _kept_bytes(api) == 0  # nothing of it is left: chunks, nor what was rendered from them
+    assert kept_audio_bytes(api) == 0  # nothing of it is left: chunks, nor what was rendered from them
     assert client.get("/v1/meetings/demo/audio", headers=headers).status_code == 404
     assert [s.hash for s in api.service.log.chain("demo", tenant="acme")] == chain_before
     assert api.service.log.verify("demo", tenant="acme").ok
     assert len(client.get("/v1/meetings/demo/segments", headers=headers).json()) == 52
-
-
-def _kept_bytes(api: Any) -> int:
-    """Bytes of audio the store still holds anywhere: files beside SQLite, rows in PostgreSQL (read as the
-    database's owner, past row security)."""
-    log = api.service.log
-    if log.backend == "sqlite":
-        folder = log.path.with_name(log.path.name + ".audio")
-        return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-    import psycopg
-
-    with psycopg.connect(api.settings.database_url) as conn:
-        return sum(conn.execute(f"SELECT COALESCE(SUM(octet_length(data)), 0) FROM {t}").fetchone()[0]
-                   for t in ("meeting_audio", "meeting_audio_rendered"))
 
 
 def test_tenant_policy_and_service_default(make_api: Callable[..., Any], tmp_path: Path) -> None:
