@@ -258,15 +258,21 @@ class ServeProcess:
 
 @dataclass
 class Server:
-    """A running `meetmem serve` process."""
+    """A running `meetmem serve` process (`database_url`: its PostgreSQL database; None: the SQLite file `db`)."""
 
     url: str
     db: Path
     process: subprocess.Popen
     token: Callable[[str], str]
+    database_url: str | None = None
 
     def client(self, token: str, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, **kwargs)
+
+    @property
+    def store(self) -> str | Path:
+        """What `meetmem.store.backends.open_log` opens to read the server's log beside it."""
+        return self.database_url or self.db
 
 
 def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -286,23 +292,45 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120.0) ->
     raise AssertionError(f"meetmem serve did not become ready within {timeout} s")
 
 
-def make_token(meetmem_cli: Callable[..., Any], db: Path, tenant: str) -> str:
-    result = meetmem_cli("token", "create", "--tenant", tenant, db=db)
+def make_token(meetmem_cli: Callable[..., Any], db: Path, tenant: str, database_url: str | None = None) -> str:
+    extra = ("--database", database_url) if database_url else ()
+    result = meetmem_cli("token", "create", "--tenant", tenant, *extra, db=db)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # A module that sets `BACKENDS = ("sqlite", "postgres")` runs its tests on a `server` of each store.
+    if "server_backend" in metafunc.fixturenames and hasattr(metafunc.module, "BACKENDS"):
+        marker = metafunc.definition.get_closest_marker("backends")
+        backends = marker.args if marker else metafunc.module.BACKENDS
+        metafunc.parametrize("server_backend", backends, indirect=True, scope="module")
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, cli_command: list[str],
-           meetmem_cli: Callable[..., Any]) -> Iterator[Server]:
-    """`meetmem serve` with the real MiniLM model on a free loopback port, one per test module."""
-    serve = ServeProcess(cli_command, tmp_path_factory.mktemp("serve") / "cloud.db")
-    serve.start()
-    assert serve.process is not None
+def server_backend(request: pytest.FixtureRequest) -> str:
+    """The store the module's `server` keeps its log in: `sqlite` unless the module's BACKENDS say more."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, cli_command: list[str],
+           meetmem_cli: Callable[..., Any], server_backend: str) -> Iterator[Server]:
+    """`meetmem serve` with the real MiniLM model on a free loopback port, one per test module (and store):
+    on a SQLite file, or on a fresh database of the run's PostgreSQL server."""
+    cluster = request.getfixturevalue("pg_cluster") if server_backend == "postgres" else None
+    database_url = cluster.fresh_database("serve") if cluster is not None else None
+    serve = ServeProcess(cli_command, tmp_path_factory.mktemp(f"serve-{server_backend}") / "cloud.db",
+                         database_url=database_url)
     try:
-        yield Server(serve.url, serve.db, serve.process, lambda tenant: make_token(meetmem_cli, serve.db, tenant))
+        serve.start()
+        assert serve.process is not None
+        yield Server(serve.url, serve.db, serve.process,
+                     lambda tenant: make_token(meetmem_cli, serve.db, tenant, database_url), database_url)
     finally:
         serve.stop()
+        if cluster is not None and database_url is not None:
+            cluster.drop_database(database_url)
 
 
 @pytest.fixture
