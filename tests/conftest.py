@@ -223,6 +223,11 @@ class ServeProcess:
         self.process: subprocess.Popen | None = None
         self._output: Any = None
 
+    @property
+    def store_args(self) -> tuple[str, ...]:
+        """What a `meetmem` command adds to reach this server's store beside `--db` (PostgreSQL's URL)."""
+        return ("--database", self.database_url) if self.database_url else ()
+
     def start(self, timeout: float = 120.0) -> None:
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
                    MEETMEM_EMBEDDER=self.embedder, MEETMEM_CLOSE_AFTER_SILENCE="0",
