@@ -79,14 +79,16 @@ def meetmem_cli(cli_command: list[str], tmp_path_factory: pytest.TempPathFactory
 
     The embedder defaults to `none` (no model load); pass `embedder=None` for the CLI's own default.
     `db=None` passes no `--db` (for `--help`, `demo`); otherwise every call names its database, so nothing
-    touches the user's data directory.
+    touches the user's data directory: a SQLite file, or a `PgStore` (`--database URL`, `--db` its home).
     """
     workdir = tmp_path_factory.mktemp("cli-cwd")
 
-    def run(*args: str, db: Path | None, embedder: str | None = "none", timeout: float = 300,
+    def run(*args: str, db: Path | PgStore | None, embedder: str | None = "none", timeout: float = 300,
             cwd: Path | None = None) -> CliResult:
         argv = [*cli_command, *args]
-        if db is not None:
+        if isinstance(db, PgStore):
+            argv += ["--db", str(db.home), "--database", db.url]
+        elif db is not None:
             argv += ["--db", str(db)]
         env = dict(os.environ)
         for name in ("MEETMEM_DB", "MEETMEM_DATABASE_URL", "MEETMEM_TENANT", "MEETMEM_EMBEDDER"):
@@ -103,16 +105,54 @@ def meetmem_cli(cli_command: list[str], tmp_path_factory: pytest.TempPathFactory
     return run
 
 
-@pytest.fixture
-def run_cli(meetmem_cli: Callable[..., CliResult], tmp_path: Path) -> Callable[..., CliResult]:
-    """`meetmem_cli` with `--db` defaulting to a fresh database in this test's tmp_path (`run_cli.db`)."""
-    default_db = tmp_path / "cli.db"
+@dataclass(frozen=True)
+class PgStore:
+    """A PostgreSQL database for the CLI: `--database URL`, with `home` as `--db` (the receipt key beside it)."""
 
-    def run(*args: str, db: Path | None = default_db, **kwargs: Any) -> CliResult:
+    url: str
+    home: Path
+
+
+@pytest.fixture(scope="module")
+def cli_backend(request: pytest.FixtureRequest) -> str:
+    """The store a module's CLI runs use: `sqlite` unless the module's BACKENDS say more (`pytest_generate_tests`)."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture(scope="module")
+def cli_store(request: pytest.FixtureRequest, cli_backend: str,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Path | PgStore]]:
+    """`cli_store(name)`: a fresh, empty store for CLI runs on the module's backend, kept to the module's end: a
+    SQLite file, or a fresh database of the run's PostgreSQL server."""
+    cluster = request.getfixturevalue("pg_cluster") if cli_backend == "postgres" else None
+    made: list[str] = []
+
+    def make(name: str) -> Path | PgStore:
+        home = tmp_path_factory.mktemp(name) / f"{name}.db"
+        if cluster is None:
+            return home
+        made.append(cluster.fresh_database("cli"))
+        return PgStore(made[-1], home)
+
+    yield make
+    for url in made:
+        cluster.drop_database(url)
+
+
+@pytest.fixture
+def run_cli(meetmem_cli: Callable[..., CliResult], tmp_path: Path, request: pytest.FixtureRequest,
+            cli_backend: str) -> Iterator[Callable[..., CliResult]]:
+    """`meetmem_cli` with `--db` defaulting to a fresh database in this test's tmp_path (`run_cli.db`), or, in a
+    module whose BACKENDS name it, to a fresh PostgreSQL database (a `PgStore`)."""
+    default_db: Path | PgStore = tmp_path / "cli.db"
+    if cli_backend == "postgres":
+        default_db = PgStore(request.getfixturevalue("pg_url"), tmp_path / "cli.db")
+
+    def run(*args: str, db: Path | PgStore | None = default_db, **kwargs: Any) -> CliResult:
         return meetmem_cli(*args, db=db, **kwargs)
 
     run.db = default_db  # type: ignore[attr-defined]
-    return run
+    yield run
 
 
 @pytest.fixture(scope="session")
@@ -306,10 +346,12 @@ def make_token(meetmem_cli: Callable[..., Any], db: Path, tenant: str, database_
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # A module that sets `BACKENDS = ("sqlite", "postgres")` runs its tests on a `server` of each store.
-    if "server_backend" in metafunc.fixturenames and hasattr(metafunc.module, "BACKENDS"):
-        marker = metafunc.definition.get_closest_marker("backends")
-        backends = marker.args if marker else metafunc.module.BACKENDS
-        metafunc.parametrize("server_backend", backends, indirect=True, scope="module")
+    # So does a module's CLI (`cli_backend`: `run_cli` and `cli_store`).
+    for name in ("server_backend", "cli_backend"):
+        if name in metafunc.fixturenames and hasattr(metafunc.module, "BACKENDS"):
+            marker = metafunc.definition.get_closest_marker("backends")
+            backends = marker.args if marker else metafunc.module.BACKENDS
+            metafunc.parametrize(name, backends, indirect=True, scope="module")
 
 
 @pytest.fixture(scope="module")
