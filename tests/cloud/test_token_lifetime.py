@@ -87,7 +87,9 @@ def test_a_revoked_tokens_open_stream_ends_before_the_next_segment(cloud: Any, m
 
 
 def test_an_expiring_token_works_then_its_stream_and_requests_end(cloud: Any, meetmem_cli: Any) -> None:
-    made = meetmem_cli("token", "create", "--tenant", "acme", "--expires", "4s", "--json", *cloud.store_args,
+    # 10 s: the token must outlive one CLI start, a post and a stream's first event on a busy two-core machine
+    # (with 4 s it once expired before its first request, on PostgreSQL under a load of 15).
+    made = meetmem_cli("token", "create", "--tenant", "acme", "--expires", "10s", "--json", *cloud.store_args,
                        db=cloud.db)
     assert made.returncode == 0, made.stderr
     token, expires_at = json.loads(made.stdout)["token"], json.loads(made.stdout)["expires_at"]
