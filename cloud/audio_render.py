@@ -9,7 +9,6 @@ with the meeting's audio). Decoding and encoding use the edge's own stages (PyAV
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meetmem.store.audio import AudioChunk
+from meetmem.store.audio import AudioChunk, render_key
 
 SAMPLE_RATE = 16000
 #: How many made files one meeting's cache keeps.
@@ -34,8 +33,7 @@ def render_range(chunks: Sequence[AudioChunk], start: float, end: float, folder:
     from meetmem.edge.audio import read_file
     from meetmem.edge.recording import OggOpusWriter
 
-    key = hashlib.sha256(repr((round(start, 3), round(end, 3), [(c.sha256, c.start) for c in chunks])).encode())
-    target = folder / f"{key.hexdigest()[:32]}.ogg"
+    target = folder / f"{render_key(chunks, start, end)}.ogg"
     if target.exists():
         return target
     folder.mkdir(parents=True, exist_ok=True)
@@ -54,6 +52,7 @@ def render_range(chunks: Sequence[AudioChunk], start: float, end: float, folder:
                 if chunk.end * SAMPLE_RATE <= cursor or chunk.start * SAMPLE_RATE >= last:
                     continue
                 pos = int(round(chunk.start * SAMPLE_RATE))
+                assert chunk.path is not None  # the caller gives each chunk a file (store.audio.Renderer)
                 for block in read_file(chunk.path, chunk_seconds=5.0):
                     block_end = pos + len(block)
                     lo, hi = max(pos, cursor), min(block_end, last)

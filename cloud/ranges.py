@@ -3,13 +3,9 @@ seek without downloading the whole recording."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
-
 from fastapi.responses import Response, StreamingResponse
 
-_BLOCK = 64 * 1024
+from meetmem.store.audio import AudioBlob
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
@@ -43,31 +39,20 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
     return first, min(last, size - 1)
 
 
-def _read(path: Path, first: int, last: int) -> Iterator[bytes]:
-    with path.open("rb") as f:
-        f.seek(first)
-        left = last - first + 1
-        while left > 0:
-            block = f.read(min(_BLOCK, left))
-            if not block:
-                return
-            left -= len(block)
-            yield block
-
-
-def file_response(path: Path, range_header: str | None, media_type: str,
+def blob_response(blob: AudioBlob, range_header: str | None, media_type: str,
                   headers: dict[str, str] | None = None) -> Response:
-    """The file, whole (200) or the asked-for range (206), with `Accept-Ranges` so players know they may seek."""
-    size = os.stat(path).st_size
+    """Stored bytes (a file, or a value in the database), whole (200) or the asked-for range (206), with
+    `Accept-Ranges` so players know they may seek."""
+    size = blob.size
     base = {"Accept-Ranges": "bytes", **(headers or {})}
     wanted = parse_range(range_header, size)
     if wanted == "unsatisfiable":
         return Response(status_code=416, headers={**base, "Content-Range": f"bytes */{size}"})
     if wanted is None or size == 0:
-        return StreamingResponse(_read(path, 0, size - 1), media_type=media_type,
+        return StreamingResponse(blob.read(0, size - 1), media_type=media_type,
                                  headers={**base, "Content-Length": str(size)})
     assert isinstance(wanted, tuple)
     first, last = wanted
-    return StreamingResponse(_read(path, first, last), status_code=206, media_type=media_type,
+    return StreamingResponse(blob.read(first, last), status_code=206, media_type=media_type,
                              headers={**base, "Content-Range": f"bytes {first}-{last}/{size}",
                                       "Content-Length": str(last - first + 1)})

@@ -1,11 +1,14 @@
 """A meeting's audio, kept apart from the transcript log: Ogg files on disk, their sha256 in the database.
 
 The log is the truth about what was said and it never changes; audio is bulky, private and may be deleted
-on its own (a privacy request) without touching the log or its hash chain. So audio lives in files under
-a folder beside the database (`<db>.audio/`), named by the sha256 of their bytes, and a table
+on its own (a privacy request) without touching the log or its hash chain. With SQLite, audio lives in files
+under a folder beside the database (`<db>.audio/`), named by the sha256 of their bytes, and a table
 `meeting_audio` records which chunk of which device belongs to which meeting, where it starts in the
 meeting, how long it lasts and its hash. A chunk is identified by `(device_id, chunk_seq)` within its
 meeting, like a segment: an upload that is repeated after a lost acknowledgement adds nothing.
+
+With PostgreSQL the bytes are rows of the database itself (`store/pg/audio.py`), since the API processes there
+keep nothing of their own; both stores have the same methods and the same behaviour.
 
 Whether the cloud keeps uploaded audio at all is a policy, per tenant or per meeting (`audio_policy`):
 off unless the service's default or an explicit setting says otherwise.
@@ -21,7 +24,7 @@ import os
 import shutil
 import struct
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,8 +63,9 @@ class AudioChunk:
     sha256: str
     size: int
     codec: str
-    path: Path
+    path: Path | None  # the file holding the bytes (SQLite); None where they are in the database
     added_at: str
+    tenant: str = DEFAULT_TENANT
 
     @property
     def end(self) -> float:
@@ -132,6 +136,57 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+#: How much one read of a stored blob returns at most (a file read, or one `substring()` in PostgreSQL).
+READ_BLOCK = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class AudioBlob:
+    """Stored audio bytes the service sends whole or in HTTP ranges: `read(first, last)` yields the
+    inclusive byte range in blocks, from a file or from the database, without holding it all in memory."""
+
+    size: int
+    read: Callable[[int, int], Iterator[bytes]]
+
+    @classmethod
+    def of_file(cls, path: Path) -> AudioBlob:
+        def read(first: int, last: int) -> Iterator[bytes]:
+            with path.open("rb") as f:
+                f.seek(first)
+                left = last - first + 1
+                while left > 0:
+                    block = f.read(min(READ_BLOCK, left))
+                    if not block:
+                        return
+                    left -= len(block)
+                    yield block
+
+        return cls(os.stat(path).st_size, read)
+
+    @classmethod
+    def of_bytes(cls, data: bytes) -> AudioBlob:
+        return cls(len(data), lambda first, last: iter((data[first:last + 1],)))
+
+
+#: Makes `[start, end]` of a meeting from its chunks (which have files) in a folder, returning the file
+#: (`meetmem.cloud.audio_render.render_range`; the store does not import the cloud).
+Renderer = Callable[[Sequence[AudioChunk], float, float, Path], Path]
+
+
+def render_key(chunks: Sequence[AudioChunk], start: float, end: float) -> str:
+    """The name of a rendered stretch: the same chunks and times give the same key."""
+    key = hashlib.sha256(repr((round(start, 3), round(end, 3), [(c.sha256, c.start) for c in chunks])).encode())
+    return key.hexdigest()[:32]
+
+
+def check_chunk_place(chunk_seq: int, start: float) -> None:
+    """Refuse a negative chunk number or a start that is not a finite number of seconds, 0 or more."""
+    if chunk_seq < 0:
+        raise InvalidAudio(f"chunk_seq must be 0 or more, got {chunk_seq}")
+    if not (start >= 0) or start == float("inf"):
+        raise InvalidAudio(f"start must be a number of seconds, 0 or more, got {start}")
+
+
 class AudioStore:
     """The audio of every meeting in one database: chunk files beside it, their rows in it.
 
@@ -142,10 +197,11 @@ class AudioStore:
             is kept (the cloud's `MEETMEM_AUDIO_UPLOAD`; off by default).
     """
 
+    backend = "sqlite"
+
     def __init__(self, log: TranscriptLog, folder: str | Path | None = None, *, default_keep: bool = False) -> None:
         if getattr(log, "backend", "sqlite") != "sqlite":
-            raise StoreError("audio is kept beside the SQLite store only: the PostgreSQL store does not keep audio "
-                             "yet (the transcript, search, summaries and the ledger work)")
+            raise StoreError("AudioStore keeps files beside a SQLite store; for PostgreSQL use audio_store_for(log)")
         self.log = log
         self.folder = Path(folder) if folder is not None else log.path.with_name(log.path.name + ".audio")
         self.default_keep = default_keep
@@ -162,11 +218,17 @@ class AudioStore:
             )
 
     # -- policy -------------------------------------------------------------------------------------------
-    def set_policy(self, keep: bool, *, tenant: str = DEFAULT_TENANT, meeting_id: str | None = None) -> None:
+    def set_policy(self, keep: bool, *, tenant: str = DEFAULT_TENANT, meeting_id: str | None = None,
+                   set_at: str | None = None) -> None:
         """Keep (or refuse) uploaded audio for one meeting, or for the whole tenant when `meeting_id` is None."""
         with self.log.transaction():
             self.log.db.execute("INSERT OR REPLACE INTO audio_policy VALUES (?, ?, ?, ?)",
-                                (tenant, meeting_id or "", int(keep), _now()))
+                                (tenant, meeting_id or "", int(keep), set_at or _now()))
+
+    def policies(self) -> list[tuple[str, str | None, bool, str]]:
+        """Every setting of every tenant: `(tenant, meeting_id or None for the tenant's, keep, set_at)`."""
+        rows = self.log.read("SELECT tenant, meeting_id, keep, set_at FROM audio_policy ORDER BY tenant, meeting_id")
+        return [(str(r[0]), str(r[1]) or None, bool(r[2]), str(r[3])) for r in rows]
 
     def keeps(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[bool, str]:
         """Whether uploaded audio is kept for this meeting, and which setting decided it."""
@@ -184,10 +246,11 @@ class AudioStore:
         return self.folder / sha256[:2] / f"{sha256}.ogg"
 
     def add(self, meeting_id: str, device_id: str, chunk_seq: int, data: bytes, *, start: float,
-            tenant: str = DEFAULT_TENANT) -> tuple[AudioChunk, bool]:
+            tenant: str = DEFAULT_TENANT, added_at: str | None = None) -> tuple[AudioChunk, bool]:
         """Store one chunk of a meeting's audio (an Ogg file) starting `start` seconds into the meeting.
 
-        Idempotent by `(device_id, chunk_seq)`: the same bytes again add nothing.
+        Idempotent by `(device_id, chunk_seq)`: the same bytes again add nothing. `added_at` keeps the time
+        another database stored it (`meetmem migrate`); now by default.
 
         Returns:
             the chunk, and whether it was new.
@@ -197,10 +260,7 @@ class AudioStore:
             InvalidAudio: not Ogg Opus/Vorbis, or a negative start.
             SequenceError: that chunk is already stored with other bytes.
         """
-        if chunk_seq < 0:
-            raise InvalidAudio(f"chunk_seq must be 0 or more, got {chunk_seq}")
-        if not (start >= 0) or start == float("inf"):
-            raise InvalidAudio(f"start must be a number of seconds, 0 or more, got {start}")
+        check_chunk_place(chunk_seq, start)
         self.log.require_meeting(meeting_id, tenant=tenant)
         info = ogg_info(data)
         sha = hashlib.sha256(data).hexdigest()
@@ -228,18 +288,18 @@ class AudioStore:
             self.log.db.execute(
                 "INSERT OR IGNORE INTO meeting_audio VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (tenant, meeting_id, device_id, chunk_seq, float(start), info.duration, sha, len(data),
-                 info.codec, _now()),
+                 info.codec, added_at or _now()),
             )
         chunk = self.get(meeting_id, device_id, chunk_seq, tenant=tenant)
         assert chunk is not None
         return chunk, True
 
     def _chunk(self, row: tuple) -> AudioChunk:
-        meeting_id, device_id, chunk_seq, start, duration, sha, size, codec, added_at = row
+        meeting_id, device_id, chunk_seq, start, duration, sha, size, codec, added_at, tenant = row
         return AudioChunk(meeting_id, device_id, int(chunk_seq), float(start), float(duration), sha, int(size),
-                          codec, self._file(sha), added_at)
+                          codec, self._file(sha), added_at, tenant)
 
-    _COLUMNS = "meeting_id, device_id, chunk_seq, start, duration, sha256, bytes, codec, added_at"
+    _COLUMNS = "meeting_id, device_id, chunk_seq, start, duration, sha256, bytes, codec, added_at, tenant"
 
     def get(self, meeting_id: str, device_id: str, chunk_seq: int, *,
             tenant: str = DEFAULT_TENANT) -> AudioChunk | None:
@@ -257,6 +317,28 @@ class AudioStore:
         rows = self.log.read("SELECT chunk_seq FROM meeting_audio WHERE tenant = ? AND meeting_id = ? AND "
                              "device_id = ? ORDER BY chunk_seq", (tenant, meeting_id, device_id))
         return [int(r[0]) for r in rows]
+
+    def read_bytes(self, chunk: AudioChunk) -> bytes:
+        """The chunk's stored bytes.
+
+        Raises:
+            StoreError: its file is missing or unreadable.
+        """
+        assert chunk.path is not None
+        try:
+            return chunk.path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"cannot read the audio file {chunk.path}: {exc.strerror}") from exc
+
+    def blob(self, chunk: AudioChunk) -> AudioBlob:
+        """The chunk's bytes, for sending in ranges."""
+        assert chunk.path is not None
+        return AudioBlob.of_file(chunk.path)
+
+    def render(self, meeting_id: str, chunks: Sequence[AudioChunk], start: float, end: float, *, renderer: Renderer,
+               tenant: str = DEFAULT_TENANT) -> AudioBlob:
+        """`[start, end]` of the meeting made from `chunks` by `renderer`, cached in `rendered_folder`."""
+        return AudioBlob.of_file(renderer(chunks, start, end, self.rendered_folder(meeting_id, tenant=tenant)))
 
     def verify(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[str]:
         """Problems with the meeting's audio files (missing, or bytes not matching their recorded sha256)."""
@@ -306,47 +388,11 @@ class AudioStore:
         return removed
 
 
-class NoAudioStore:
-    """The audio side of a store that keeps no audio (PostgreSQL, for now): nothing is kept, every upload
-    is refused as a policy that does not keep audio would refuse it, and asking to keep audio says why not.
-
-    So the audio routes answer as they do for a meeting without audio (404, 403, 422), never a 5xx.
-    """
-
-    REASON = "the PostgreSQL store does not keep audio yet (keep it with the SQLite store: --db)"
-
-    def __init__(self, log: Any, *, default_keep: bool = False) -> None:
-        self.log = log
-
-    def set_policy(self, keep: bool, *, tenant: str = DEFAULT_TENANT, meeting_id: str | None = None) -> None:
-        if keep:
-            raise InvalidSegment(f"audio cannot be kept: {self.REASON}")
-
-    def keeps(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[bool, str]:
-        return False, "service"
-
-    def add(self, *args: Any, **kwargs: Any) -> tuple[AudioChunk, bool]:
-        raise InvalidSegment(f"audio cannot be kept: {self.REASON}")
-
-    def get(self, meeting_id: str, device_id: str, chunk_seq: int, *,
-            tenant: str = DEFAULT_TENANT) -> AudioChunk | None:
-        return None
-
-    def chunks(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[AudioChunk]:
-        return []
-
-    def rendered_folder(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Path:
-        raise InvalidSegment(f"no audio: {self.REASON}")
-
-    def delete(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
-        return 0
-
-    def remove_files(self, meeting_id: str, shas: Iterable[str], *, tenant: str = DEFAULT_TENANT) -> int:
-        return 0
-
-
-def audio_store_for(log: Any, *, default_keep: bool = False) -> AudioStore | NoAudioStore:
-    """The audio store of the log's database: files beside the SQLite file, or none with PostgreSQL."""
+def audio_store_for(log: Any, *, default_keep: bool = False) -> Any:
+    """The audio store of the log's database: files beside the SQLite file, or rows in the PostgreSQL database
+    (`store.pg.audio.PgAudioStore`); both have the same methods."""
     if getattr(log, "backend", "sqlite") != "sqlite":
-        return NoAudioStore(log, default_keep=default_keep)
+        from .pg.audio import PgAudioStore
+
+        return PgAudioStore(log, default_keep=default_keep)
     return AudioStore(log, default_keep=default_keep)

@@ -79,14 +79,16 @@ def meetmem_cli(cli_command: list[str], tmp_path_factory: pytest.TempPathFactory
 
     The embedder defaults to `none` (no model load); pass `embedder=None` for the CLI's own default.
     `db=None` passes no `--db` (for `--help`, `demo`); otherwise every call names its database, so nothing
-    touches the user's data directory.
+    touches the user's data directory: a SQLite file, or a `PgStore` (`--database URL`, `--db` its home).
     """
     workdir = tmp_path_factory.mktemp("cli-cwd")
 
-    def run(*args: str, db: Path | None, embedder: str | None = "none", timeout: float = 300,
+    def run(*args: str, db: Path | PgStore | None, embedder: str | None = "none", timeout: float = 300,
             cwd: Path | None = None) -> CliResult:
         argv = [*cli_command, *args]
-        if db is not None:
+        if isinstance(db, PgStore):
+            argv += ["--db", str(db.home), "--database", db.url]
+        elif db is not None:
             argv += ["--db", str(db)]
         env = dict(os.environ)
         for name in ("MEETMEM_DB", "MEETMEM_DATABASE_URL", "MEETMEM_TENANT", "MEETMEM_EMBEDDER"):
@@ -103,16 +105,54 @@ def meetmem_cli(cli_command: list[str], tmp_path_factory: pytest.TempPathFactory
     return run
 
 
-@pytest.fixture
-def run_cli(meetmem_cli: Callable[..., CliResult], tmp_path: Path) -> Callable[..., CliResult]:
-    """`meetmem_cli` with `--db` defaulting to a fresh database in this test's tmp_path (`run_cli.db`)."""
-    default_db = tmp_path / "cli.db"
+@dataclass(frozen=True)
+class PgStore:
+    """A PostgreSQL database for the CLI: `--database URL`, with `home` as `--db` (the receipt key beside it)."""
 
-    def run(*args: str, db: Path | None = default_db, **kwargs: Any) -> CliResult:
+    url: str
+    home: Path
+
+
+@pytest.fixture(scope="module")
+def cli_backend(request: pytest.FixtureRequest) -> str:
+    """The store a module's CLI runs use: `sqlite` unless the module's BACKENDS say more (`pytest_generate_tests`)."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture(scope="module")
+def cli_store(request: pytest.FixtureRequest, cli_backend: str,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Path | PgStore]]:
+    """`cli_store(name)`: a fresh, empty store for CLI runs on the module's backend, kept to the module's end: a
+    SQLite file, or a fresh database of the run's PostgreSQL server."""
+    cluster = request.getfixturevalue("pg_cluster") if cli_backend == "postgres" else None
+    made: list[str] = []
+
+    def make(name: str) -> Path | PgStore:
+        home = tmp_path_factory.mktemp(name) / f"{name}.db"
+        if cluster is None:
+            return home
+        made.append(cluster.fresh_database("cli"))
+        return PgStore(made[-1], home)
+
+    yield make
+    for url in made:
+        cluster.drop_database(url)
+
+
+@pytest.fixture
+def run_cli(meetmem_cli: Callable[..., CliResult], tmp_path: Path, request: pytest.FixtureRequest,
+            cli_backend: str) -> Iterator[Callable[..., CliResult]]:
+    """`meetmem_cli` with `--db` defaulting to a fresh database in this test's tmp_path (`run_cli.db`), or, in a
+    module whose BACKENDS name it, to a fresh PostgreSQL database (a `PgStore`)."""
+    default_db: Path | PgStore = tmp_path / "cli.db"
+    if cli_backend == "postgres":
+        default_db = PgStore(request.getfixturevalue("pg_url"), tmp_path / "cli.db")
+
+    def run(*args: str, db: Path | PgStore | None = default_db, **kwargs: Any) -> CliResult:
         return meetmem_cli(*args, db=db, **kwargs)
 
     run.db = default_db  # type: ignore[attr-defined]
-    return run
+    yield run
 
 
 @pytest.fixture(scope="session")
@@ -223,6 +263,11 @@ class ServeProcess:
         self.process: subprocess.Popen | None = None
         self._output: Any = None
 
+    @property
+    def store_args(self) -> tuple[str, ...]:
+        """What a `meetmem` command adds to reach this server's store beside `--db` (PostgreSQL's URL)."""
+        return ("--database", self.database_url) if self.database_url else ()
+
     def start(self, timeout: float = 120.0) -> None:
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
                    MEETMEM_EMBEDDER=self.embedder, MEETMEM_CLOSE_AFTER_SILENCE="0",
@@ -258,15 +303,21 @@ class ServeProcess:
 
 @dataclass
 class Server:
-    """A running `meetmem serve` process."""
+    """A running `meetmem serve` process (`database_url`: its PostgreSQL database; None: the SQLite file `db`)."""
 
     url: str
     db: Path
     process: subprocess.Popen
     token: Callable[[str], str]
+    database_url: str | None = None
 
     def client(self, token: str, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, **kwargs)
+
+    @property
+    def store(self) -> str | Path:
+        """What `meetmem.store.backends.open_log` opens to read the server's log beside it."""
+        return self.database_url or self.db
 
 
 def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -286,23 +337,47 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120.0) ->
     raise AssertionError(f"meetmem serve did not become ready within {timeout} s")
 
 
-def make_token(meetmem_cli: Callable[..., Any], db: Path, tenant: str) -> str:
-    result = meetmem_cli("token", "create", "--tenant", tenant, db=db)
+def make_token(meetmem_cli: Callable[..., Any], db: Path, tenant: str, database_url: str | None = None) -> str:
+    extra = ("--database", database_url) if database_url else ()
+    result = meetmem_cli("token", "create", "--tenant", tenant, *extra, db=db)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # A module that sets `BACKENDS = ("sqlite", "postgres")` runs its tests on a `server` of each store.
+    # So does a module's CLI (`cli_backend`: `run_cli` and `cli_store`).
+    for name in ("server_backend", "cli_backend"):
+        if name in metafunc.fixturenames and hasattr(metafunc.module, "BACKENDS"):
+            marker = metafunc.definition.get_closest_marker("backends")
+            backends = marker.args if marker else metafunc.module.BACKENDS
+            metafunc.parametrize(name, backends, indirect=True, scope="module")
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, cli_command: list[str],
-           meetmem_cli: Callable[..., Any]) -> Iterator[Server]:
-    """`meetmem serve` with the real MiniLM model on a free loopback port, one per test module."""
-    serve = ServeProcess(cli_command, tmp_path_factory.mktemp("serve") / "cloud.db")
-    serve.start()
-    assert serve.process is not None
+def server_backend(request: pytest.FixtureRequest) -> str:
+    """The store the module's `server` keeps its log in: `sqlite` unless the module's BACKENDS say more."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, cli_command: list[str],
+           meetmem_cli: Callable[..., Any], server_backend: str) -> Iterator[Server]:
+    """`meetmem serve` with the real MiniLM model on a free loopback port, one per test module (and store):
+    on a SQLite file, or on a fresh database of the run's PostgreSQL server."""
+    cluster = request.getfixturevalue("pg_cluster") if server_backend == "postgres" else None
+    database_url = cluster.fresh_database("serve") if cluster is not None else None
+    serve = ServeProcess(cli_command, tmp_path_factory.mktemp(f"serve-{server_backend}") / "cloud.db",
+                         database_url=database_url)
     try:
-        yield Server(serve.url, serve.db, serve.process, lambda tenant: make_token(meetmem_cli, serve.db, tenant))
+        serve.start()
+        assert serve.process is not None
+        yield Server(serve.url, serve.db, serve.process,
+                     lambda tenant: make_token(meetmem_cli, serve.db, tenant, database_url), database_url)
     finally:
         serve.stop()
+        if cluster is not None and database_url is not None:
+            cluster.drop_database(database_url)
 
 
 @pytest.fixture

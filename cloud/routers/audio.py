@@ -1,14 +1,15 @@
 """A meeting's audio, kept apart from its transcript: upload (when the policy allows), play back with HTTP
 ranges, delete on its own.
 
-The audio store (`meetmem.store.audio`) keeps Ogg files named by their sha256 beside the database; the
-transcript log and its hash chain never change when audio is added or deleted.
+The audio store (`meetmem.store.audio`) keeps Ogg files named by their sha256 beside a SQLite database, or
+the bytes in rows of the PostgreSQL database (`meetmem.store.pg.audio`); the transcript log and its hash
+chain never change when audio is added or deleted.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -18,15 +19,22 @@ from pydantic import BaseModel, Field, StrictBool
 from meetmem.store.audio import OGG_MEDIA_TYPE, AudioStore, InvalidAudio, audio_store_for
 from meetmem.store.errors import InvalidSegment
 
-from ..ranges import file_response
+from ..ranges import blob_response
 from .deps import MeetingId, Service, Tenant, errors
+
+if TYPE_CHECKING:
+    from meetmem.store.pg.audio import PgAudioStore
+
+    AnyAudioStore = AudioStore | PgAudioStore
+else:
+    AnyAudioStore = Any
 
 router = APIRouter(prefix="/v1", tags=["audio"])
 
 _lock = threading.Lock()
 
 
-def get_audio(request: Request, service: Service) -> AudioStore:
+def get_audio(request: Request, service: Service) -> AnyAudioStore:
     """The service's audio store, opened on first use beside its database."""
     store = getattr(request.app.state, "audio", None)
     if store is None:
@@ -39,7 +47,7 @@ def get_audio(request: Request, service: Service) -> AudioStore:
     return store
 
 
-Audio = Annotated[AudioStore, Depends(get_audio)]
+Audio = Annotated[AnyAudioStore, Depends(get_audio)]
 Seconds = Annotated[float | None, Query(ge=0, le=10 * 24 * 3600, allow_inf_nan=False,
                                         description="seconds from the meeting's start")]
 DeviceId = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f/]+$",
@@ -111,19 +119,19 @@ async def get_audio_range(
     if lo >= hi:
         raise InvalidSegment(f"the meeting's audio ends at {last:.2f} s; start ({lo}) is past it")
     if start is None and end is None and len(chunks) == 1 and chunks[0].start == 0:
-        path = chunks[0].path
+        blob = audio.blob(chunks[0])
     else:
         from meetmem.edge.errors import EdgeError
 
         from ..audio_render import render_range
 
-        folder = audio.rendered_folder(meeting_id, tenant=tenant)
         try:
-            path = await run_in_threadpool(render_range, chunks, lo, hi, folder)
+            blob = await run_in_threadpool(lambda: audio.render(meeting_id, chunks, lo, hi, renderer=render_range,
+                                                                tenant=tenant))
         except EdgeError as exc:  # PyAV missing, or a stored file it cannot decode: the server's problem
             raise HTTPException(503, f"the meeting's audio could not be prepared: {exc}",
                                 headers={"Retry-After": "60"}) from exc
-    return file_response(path, range, OGG_MEDIA_TYPE,
+    return blob_response(blob, range, OGG_MEDIA_TYPE,
                          {"X-Audio-Start": f"{lo:.3f}", "Cache-Control": "private, no-store"})
 
 
@@ -134,8 +142,8 @@ async def get_audio_range(
     summary="Delete the meeting's audio; its transcript and hash chain stay as they are",
 )
 def delete_audio(meeting_id: MeetingId, service: Service, tenant: Tenant, audio: Audio) -> AudioDeleteOut:
-    """Removes every audio chunk of the meeting (the files too, unless another meeting holds the same
-    bytes). Later uploads are refused unless the policy keeps audio. Deleting twice is not an error."""
+    """Removes every audio chunk of the meeting (on SQLite the files too, unless another meeting holds the
+    same bytes). Later uploads are refused unless the policy keeps audio. Deleting twice is not an error."""
     return AudioDeleteOut(meeting_id=meeting_id, deleted_chunks=audio.delete(meeting_id, tenant=tenant))
 
 

@@ -110,7 +110,7 @@ class PgTranscriptLog:
             raise StoreError(f"the database {self.path} is at schema revision {current or 'none'}, this meetmem "
                              f"needs {head}: run `meetmem db upgrade --database URL` as the database owner")
 
-    #: The SQLite log's raw handles, which the derived stores (search index, summaries, ledger, audio) use.
+    #: The SQLite log's raw handles, which the SQLite derived stores use (here: store/pg/*.py instead).
     _SQLITE_ONLY = frozenset({"db", "read", "transaction", "_conn", "_reading"})
 
     def __getattr__(self, name: str) -> Any:
@@ -423,10 +423,9 @@ class PgTranscriptLog:
                 head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
                                     "meeting_id = %s", args).fetchone()
                 head_pos, head_hash = (int(head[0]), str(head[1])) if head else (-1, GENESIS_HASH)
+                # The audio's bytes are rows here (store/pg/audio.py): they go in this transaction, leaving no
+                # files to remove after it (SQLite returns the sha256 of each).
                 shas: list[str] = []
-                if conn.execute("SELECT to_regclass('meeting_audio')").fetchone()[0] is not None:
-                    shas = [r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM meeting_audio WHERE tenant = %s "
-                                                       "AND meeting_id = %s", args)]
                 t = sign_tombstone(key, tenant=tenant, meeting_id=meeting_id, deleted_at=_now(), reason=reason,
                                    segments=int(count), head_pos=head_pos, head_hash=head_hash)
                 conn.execute("SELECT meetmem_delete_meeting(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",

@@ -15,12 +15,15 @@ HIT_FIELDS = ["segment_id", "start", "end", "speaker", "text", "score"]
 ANSWER_FIELDS = {"question", "kind", "answer", "citations"}
 CITATION_FIELDS = ["segment_id", "start", "end", "speaker", "text"]
 MEETING = "launch"
+#: The contract holds on both stores (`--database postgresql://...`); tampering behind a store's back speaks
+#: SQLite here (PostgreSQL's refusals and tampering: tests/store/test_log_immutability.py, on both).
+BACKENDS = ("sqlite", "postgres")
 
 
 @pytest.fixture(scope="module")
-def launch_db(meetmem_cli, sample_meeting_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def launch_db(meetmem_cli, sample_meeting_path: Path, cli_store) -> Path:
     """A database holding the sample meeting, ingested once through the CLI; tests here only read it."""
-    db = tmp_path_factory.mktemp("launch") / "launch.db"
+    db = cli_store("launch")
     result = meetmem_cli("ingest", MEETING, str(sample_meeting_path), "--json", db=db)
     assert result.returncode == 0, result.stderr
     assert result.json()["new"] == 52

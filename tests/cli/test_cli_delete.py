@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+#: Every command here on both stores (`--database postgresql://...` for PostgreSQL).
+BACKENDS = ("sqlite", "postgres")
+
 
 @pytest.fixture
 def two_meetings(run_cli: Any, jsonl_writer: Any, tmp_path: Path) -> Any:
@@ -49,7 +52,9 @@ def test_delete_asks_on_a_terminal(two_meetings: Any, cli_command: list[str]) ->
         try:
             os.write(parent, answer)
             env = {k: v for k, v in os.environ.items() if not k.startswith("MEETMEM_")}
-            return subprocess.run([*cli_command, "delete", "old", "--db", str(run_cli.db)], stdin=child,
+            db = run_cli.db  # a SQLite file, or a PostgreSQL store (tests/conftest.py PgStore)
+            where = ["--db", str(db)] if isinstance(db, Path) else ["--db", str(db.home), "--database", db.url]
+            return subprocess.run([*cli_command, "delete", "old", *where], stdin=child,
                                   capture_output=True, env={**env, "MEETMEM_EMBEDDER": "none"}, timeout=120)
         finally:
             os.close(parent)
@@ -72,15 +77,23 @@ def test_verify_of_a_deleted_meeting_checks_its_tombstone(two_meetings: Any) -> 
     assert report["ok"] is True and report["deleted"]["meeting_id"] == "old"
     ok = run_cli("verify", "keep")
     assert ok.returncode == 0 and "intact" in ok.stdout
-    # Someone who can write the file but lacks the key rewrites the tombstone: verify says so.
-    conn = sqlite3.connect(run_cli.db)
-    conn.execute("DROP TRIGGER deletions_refuse_update")
-    conn.execute("UPDATE meeting_deletions SET segments = 1")
-    conn.commit()
-    conn.close()
+    # Someone who can write the database but lacks the key rewrites the tombstone: verify says so.
+    if isinstance(run_cli.db, Path):
+        conn = sqlite3.connect(run_cli.db)
+        conn.execute("DROP TRIGGER deletions_refuse_update")
+        conn.execute("UPDATE meeting_deletions SET segments = 1")
+        conn.commit()
+        conn.close()
+    else:  # PostgreSQL's superuser, its triggers switched off
+        import psycopg
+
+        with psycopg.connect(run_cli.db.url) as pg:
+            pg.execute("SET session_replication_role = replica")
+            pg.execute("UPDATE meeting_deletions SET segments = 1")
     forged = run_cli("verify", "old")
     assert forged.returncode == 1 and "does not carry this server's signature" in forged.stderr
-    assert run_cli("verify", "old", "--receipt-key", str(run_cli.db) + ".nokey").returncode == 1
+    home = run_cli.db if isinstance(run_cli.db, Path) else run_cli.db.home
+    assert run_cli("verify", "old", "--receipt-key", str(home) + ".nokey").returncode == 1
 
 
 def test_retention_set_show_and_apply(two_meetings: Any) -> None:

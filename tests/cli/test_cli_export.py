@@ -1,5 +1,6 @@
 """`meetmem export`: minutes, subtitles and JSON of a meeting, checked with independent parsers; and a
-meeting's audio kept with `ingest --audio`, apart from its transcript."""
+meeting's audio kept with `ingest --audio`, apart from its transcript: on both stores (the audio in files beside
+SQLite, in rows of PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,28 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import srt
 import webvtt
 
-from meetmem.store.audio import AudioStore
-from meetmem.store.log import TranscriptLog
+from meetmem.store.audio import audio_store_for
+from meetmem.store.backends import open_log
 
+BACKENDS = ("sqlite", "postgres")
 MEETING = "launch"
 DEMO_AUDIO = Path(__file__).resolve().parents[2] / "meetmem" / "demo_data" / "sample_meeting.ogg"
 
 
+def _open(db: Any) -> Any:
+    """The log behind a CLI store (`cli_store`): a SQLite file, or a PostgreSQL database (its `url`)."""
+    return open_log(getattr(db, "url", db), upgrade=False)
+
+
 @pytest.fixture(scope="module")
-def launch_db(meetmem_cli, sample_meeting_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("export") / "export.db"
+def launch_db(meetmem_cli, sample_meeting_path: Path, cli_store) -> Path:
+    db = cli_store("export")
     result = meetmem_cli("ingest", MEETING, str(sample_meeting_path), "--audio", str(DEMO_AUDIO), "--json", db=db)
     assert result.returncode == 0, result.stderr
     out = result.json()
@@ -123,12 +131,13 @@ def test_export_errors_name_the_problem(run_cli) -> None:
 
 def test_ingest_audio_keeps_it_apart_from_the_log(meetmem_cli, launch_db: Path, sample_meeting_path: Path,
                                                   tmp_path: Path) -> None:
-    with TranscriptLog(launch_db) as log:
-        chunks = AudioStore(log).chunks(MEETING)
+    with _open(launch_db) as log:
+        audio = audio_store_for(log)
+        chunks = audio.chunks(MEETING)
         assert log.verify(MEETING).ok
-    assert len(chunks) == 1 and chunks[0].codec == "vorbis"
-    assert chunks[0].duration == pytest.approx(252, abs=3)
-    assert chunks[0].path.read_bytes() == DEMO_AUDIO.read_bytes()
+        assert len(chunks) == 1 and chunks[0].codec == "vorbis"
+        assert chunks[0].duration == pytest.approx(252, abs=3)
+        assert audio.read_bytes(chunks[0]) == DEMO_AUDIO.read_bytes()
     # Other audio for a meeting that has some is refused, naming the way out.
     from meetmem.edge.recording import OggOpusWriter
 
@@ -139,28 +148,28 @@ def test_ingest_audio_keeps_it_apart_from_the_log(meetmem_cli, launch_db: Path, 
     assert result.returncode == 1 and f"meetmem audio delete {MEETING}" in result.stderr
 
 
-def test_bad_audio_stores_nothing(meetmem_cli, sample_meeting_path: Path, tmp_path: Path) -> None:
-    db = tmp_path / "bad.db"
+def test_bad_audio_stores_nothing(meetmem_cli, sample_meeting_path: Path, tmp_path: Path, cli_store) -> None:
+    db = cli_store("bad")
     junk = tmp_path / "junk.wav"
     junk.write_bytes(b"RIFF\x10\x00\x00\x00WAVEnot really audio at all")
     result = meetmem_cli("ingest", "bad", str(sample_meeting_path), "--audio", str(junk), db=db)
     assert result.returncode == 1 and "junk.wav" in result.stderr
-    with TranscriptLog(db) as log:
+    with _open(db) as log:
         assert not log.has_meeting("bad")
 
 
-def test_audio_delete_leaves_the_chain_intact(meetmem_cli, sample_meeting_path: Path, tmp_path: Path) -> None:
-    db = tmp_path / "del.db"
+def test_audio_delete_leaves_the_chain_intact(meetmem_cli, sample_meeting_path: Path, cli_store) -> None:
+    db = cli_store("del")
     assert meetmem_cli("ingest", "m", str(sample_meeting_path), "--audio", str(DEMO_AUDIO), db=db).returncode == 0
-    with TranscriptLog(db) as log:
+    with _open(db) as log:
         before = [s.hash for s in log.chain("m")]
-        path = AudioStore(log).chunks("m")[0].path
-    assert path.exists()
+        path = audio_store_for(log).chunks("m")[0].path  # the file beside SQLite; None: a row of PostgreSQL
+    assert path is None or path.exists()
     result = meetmem_cli("audio", "delete", "m", "--json", db=db)
     assert result.returncode == 0, result.stderr
     assert result.json() == {"meeting_id": "m", "deleted_chunks": 1}
-    assert not path.exists()
-    with TranscriptLog(db) as log:
+    assert path is None or not path.exists()
+    with _open(db) as log:
         assert [s.hash for s in log.chain("m")] == before
-        assert AudioStore(log).chunks("m") == []
+        assert audio_store_for(log).chunks("m") == []
     assert meetmem_cli("verify", "m", db=db).returncode == 0

@@ -3,11 +3,16 @@ the API takes and no more, and `verify` catches a log cut short, with the cloud'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 from typing import Any
+
+#: On both stores: a cut behind the store's back is made by whoever owns the database (the SQLite file's
+#: owner dropping its triggers; PostgreSQL's superuser with its triggers switched off).
+BACKENDS = ("sqlite", "postgres")
 
 LINE = {"start": 0.5, "end": 3.0, "speaker": "Alice", "text": "We ship on March 3rd.", "lang": "en"}
 
@@ -52,11 +57,26 @@ def test_a_bad_supersedes_names_the_file_and_line(run_cli, jsonl_writer, tmp_pat
     assert r.returncode != 0 and f"{path}:2: " in r.stderr and "supersedes" in r.stderr
 
 
-def _cut(db: Path, meeting: str, from_pos: int) -> None:
-    with closing(sqlite3.connect(db)) as conn:
-        conn.execute("DROP TRIGGER segments_refuse_delete")
-        conn.execute("DELETE FROM segments WHERE meeting_id = ? AND chain_pos >= ?", (meeting, from_pos))
-        conn.commit()
+def _tamper(db: Any, triggers: tuple[str, ...], sql: str, params: tuple = ()) -> None:
+    """Run `sql` past the store's safeguards: a SQLite file (`db`, dropping `triggers` first), or a PostgreSQL
+    store (tests/conftest.py PgStore) as its superuser with triggers off and row security bypassed."""
+    if isinstance(db, Path):
+        with closing(sqlite3.connect(db)) as conn:
+            for trigger in triggers:
+                conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            conn.execute(sql, params)
+            conn.commit()
+        return
+    import psycopg
+
+    with psycopg.connect(db.url) as conn:
+        conn.execute("SET session_replication_role = replica")
+        conn.execute(sql.replace("?", "%s"), params)
+
+
+def _cut(db: Any, meeting: str, from_pos: int) -> None:
+    _tamper(db, ("segments_refuse_delete",), "DELETE FROM segments WHERE meeting_id = ? AND chain_pos >= ?",
+            (meeting, from_pos))
 
 
 def test_verify_catches_a_log_cut_from_the_end(run_cli, jsonl_writer, tmp_path: Path) -> None:
@@ -72,14 +92,18 @@ def test_verify_catches_a_log_cut_from_the_end(run_cli, jsonl_writer, tmp_path: 
     assert r.returncode == 1 and r.json()["ok"] is False and r.json()["checked"] == 0
 
 
-def test_verify_with_the_clouds_receipts(serve_factory: Any, token_maker: Any, run_cli, tmp_path: Path) -> None:
+def test_verify_with_the_clouds_receipts(serve_factory: Any, run_cli, tmp_path: Path) -> None:
     """The acknowledgement's receipt, kept outside the database, catches a cut the database hides."""
     import httpx
 
-    serve = serve_factory()
+    pg = None if isinstance(run_cli.db, Path) else run_cli.db  # the test's PostgreSQL store, if any
+    serve = serve_factory(database_url=pg.url if pg else None)
     serve.start()
-    db = serve.db
-    token = token_maker(db, "local")
+    # The CLI verifies with the server's receipt key, beside its --db.
+    db = serve.db if pg is None else dataclasses.replace(pg, home=serve.db)
+    made = run_cli("token", "create", "--tenant", "local", db=db)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
     receipts = []
     for n in range(3):
         body = {"device_id": "g", "segments": [{"seq": n * 5 + i, **row} for i, row in enumerate(_lines(5))]}
@@ -98,11 +122,8 @@ def test_verify_with_the_clouds_receipts(serve_factory: Any, token_maker: Any, r
     assert ok.returncode == 0 and ok.json()["receipts"] == 3, ok.stderr
     # Cut back to position 9 and rewrite the head to match: the database alone now looks whole.
     _cut(db, "m", 10)
-    with closing(sqlite3.connect(db)) as conn:
-        conn.execute("DROP TRIGGER heads_refuse_going_back")
-        conn.execute("UPDATE meeting_heads SET head_pos = 9, head_hash = (SELECT hash FROM segments WHERE "
-                     "meeting_id = 'm' AND chain_pos = 9)")
-        conn.commit()
+    _tamper(db, ("heads_refuse_going_back",), "UPDATE meeting_heads SET head_pos = 9, head_hash = (SELECT hash FROM "
+            "segments WHERE meeting_id = 'm' AND chain_pos = 9)")
     assert run_cli("verify", "m", db=db).returncode == 0
     r = run_cli("verify", "m", "--receipt", str(kept), db=db)
     assert r.returncode == 1 and "receipt acknowledges chain position 14" in r.stderr, r.stderr

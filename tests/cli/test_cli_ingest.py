@@ -7,8 +7,12 @@ import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+#: Every ingest here on both stores (`--database postgresql://...` for PostgreSQL).
+BACKENDS = ("sqlite", "postgres")
 
 GOOD_LINES = [
     {"start": 0.5, "end": 3.0, "speaker": "Alice", "text": "Good morning, let's start with the casing.", "lang": "en"},
@@ -18,8 +22,13 @@ GOOD_LINES = [
 ]
 
 
-def _stored_rows(db: Path) -> int:
+def _stored_rows(db: Any) -> int:
     """Rows in the log (0 when the CLI never created the database)."""
+    if not isinstance(db, Path):  # a PostgreSQL store (tests/conftest.py PgStore)
+        from meetmem.store.pg.log import PgTranscriptLog
+
+        with PgTranscriptLog(db.url) as log:
+            return log.count()
     if not db.exists():
         return 0
     with closing(sqlite3.connect(db)) as conn:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+BACKENDS = ("sqlite", "postgres")
+
 LINES = [
     {"start": 1.0, "end": 4.0, "speaker": "Ana", "text": "Farida will send the status note by Friday.", "lang": "en"},
     {"start": 5.0, "end": 9.0, "speaker": "Bo", "text": "We decided to go with the aluminium casing.", "lang": "en"},

@@ -78,3 +78,22 @@ def make_api(tmp_path: Path, embedder: Any, cloud_backend: str | None) -> Iterat
 @pytest.fixture
 def api(make_api: Callable[..., Api]) -> Api:
     return make_api()
+
+
+@pytest.fixture
+def kept_audio_bytes() -> Callable[[Api], int]:
+    """`kept_audio_bytes(api)`: bytes of audio the app's store still holds anywhere (files beside the SQLite
+    file; rows of chunks and of rendered audio in PostgreSQL, read as the database's owner, past row security)."""
+
+    def count(api: Api) -> int:
+        log = api.service.log
+        if log.backend == "sqlite":
+            folder = log.path.with_name(log.path.name + ".audio")
+            return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
+        import psycopg
+
+        with psycopg.connect(api.settings.database_url) as conn:
+            return sum(conn.execute(f"SELECT COALESCE(SUM(octet_length(data)), 0) FROM {table}").fetchone()[0]
+                       for table in ("meeting_audio", "meeting_audio_rendered"))
+
+    return count

@@ -1,4 +1,5 @@
-"""Export, audio and the web pages over HTTP: the app on a real SQLite file (BM25 only: no model needed)."""
+"""Export, audio and the web pages over HTTP (BM25 only: no model needed), on a real SQLite file and on a real
+PostgreSQL database, where the audio's bytes are rows of the database rather than files."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import srt
 import webvtt
 
 from meetmem.edge.recording import OggOpusWriter
-from meetmem.store.audio import AudioStore, ogg_info
+from meetmem.store.audio import audio_store_for, ogg_info
 from meetmem.store.interchange import read_jsonl
 
+BACKENDS = ("sqlite", "postgres")
 DEMO_AUDIO = Path(__file__).resolve().parents[2] / "meetmem" / "demo_data" / "sample_meeting.ogg"
 
 
@@ -68,7 +70,8 @@ def test_export_formats_over_http(demo: tuple[Any, dict[str, str]]) -> None:
     assert api.client.get("/v1/meetings/demo/export?format=md").status_code == 401
 
 
-def test_audio_upload_policy_ranges_and_delete(demo: tuple[Any, dict[str, str]], tmp_path: Path) -> None:
+def test_audio_upload_policy_ranges_and_delete(demo: tuple[Any, dict[str, str]], tmp_path: Path,
+                                               kept_audio_bytes: Callable[[Any], int]) -> None:
     api, headers = demo
     client = api.client
     assert client.get("/v1/meetings/demo/audio", headers=headers).status_code == 404
@@ -120,10 +123,14 @@ def test_audio_upload_policy_ranges_and_delete(demo: tuple[Any, dict[str, str]],
     assert client.delete("/v1/meetings/demo/audio", headers=other).status_code == 404
 
     chain_before = [s.hash for s in api.service.log.chain("demo", tenant="acme")]
-    files = [Path(c.path) for c in AudioStore(api.service.log).chunks("demo", tenant="acme")]
+    store = audio_store_for(api.service.log)
+    stored = store.chunks("demo", tenant="acme")
+    assert [store.read_bytes(c) for c in stored] == [first, second] and not store.verify("demo", tenant="acme")
+    files = [Path(c.path) for c in stored if c.path is not None]
     r = client.delete("/v1/meetings/demo/audio", headers=headers)
     assert r.status_code == 200 and r.json() == {"meeting_id": "demo", "deleted_chunks": 2}
     assert not any(f.exists() for f in files)
+    assert kept_audio_bytes(api) == 0  # nothing of it is left: chunks, nor what was rendered from them
     assert client.get("/v1/meetings/demo/audio", headers=headers).status_code == 404
     assert [s.hash for s in api.service.log.chain("demo", tenant="acme")] == chain_before
     assert api.service.log.verify("demo", tenant="acme").ok
@@ -143,6 +150,7 @@ def test_tenant_policy_and_service_default(make_api: Callable[..., Any], tmp_pat
     assert r.status_code == 403 and "tenant" in r.json()["detail"]
 
 
+@pytest.mark.backends("sqlite")  # static pages and the OpenAPI document: no store behind them
 def test_docs_and_app_need_no_internet(bm25_api: Any) -> None:
     client = bm25_api.client
     for page in ("/docs", "/redoc"):

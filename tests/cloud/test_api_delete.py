@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from meetmem.store.log import TranscriptLog
 from meetmem.store.meeting_meta import MeetingMeta
@@ -22,6 +23,8 @@ HW = [{"seq": 0, "start": 0.0, "end": 4.0, "speaker": "Ana", "text": "we decided
       {"seq": 1, "start": 4.0, "end": 9.0, "speaker": "Bo", "text": "Bo will send the casing quote by Friday"}]
 PRICE = [{"seq": 0, "start": 0.0, "end": 5.0, "speaker": "Cy", "text": "the launch price is 349 euros"}]
 
+BACKENDS = ("sqlite", "postgres")
+
 
 def _post(api: Any, headers: dict[str, str], meeting_id: str, rows: list[dict[str, Any]], **meta: Any) -> None:
     r = api.client.post(f"/v1/meetings/{meeting_id}/segments", headers=headers,
@@ -29,6 +32,9 @@ def _post(api: Any, headers: dict[str, str], meeting_id: str, rows: list[dict[st
     assert r.status_code == 200, r.text
 
 
+# SQLite's: it looks into the audio folder beside the file and into the service's in-process caches. The same
+# deletion on both stores, audio included, is test_api_delete_backends.py.
+@pytest.mark.backends("sqlite")
 def test_delete_a_meeting_everywhere(make_api: Any) -> None:
     api = make_api()
     headers = api.headers(api.token("acme"))
@@ -100,6 +106,7 @@ def test_delete_a_meeting_everywhere(make_api: Any) -> None:
     assert api.client.get("/v1/tombstones", headers=other).json() == []
 
 
+@pytest.mark.backends("sqlite")  # on both stores: test_api_delete_backends.py
 def test_the_reaper_applies_retention(make_api: Any, tmp_path: Path) -> None:
     db = tmp_path / "retained.db"
     with TranscriptLog(db) as log:  # stored before the server starts: its reaper's first round finds them
@@ -117,10 +124,13 @@ def test_the_reaper_applies_retention(make_api: Any, tmp_path: Path) -> None:
     assert api.client.get("/v1/meetings/new", headers=headers).status_code == 200
 
 
-def test_an_open_stream_ends_when_its_meeting_is_deleted(serve_factory: Any, token_maker: Any) -> None:
-    serve = serve_factory()
+def test_an_open_stream_ends_when_its_meeting_is_deleted(serve_factory: Any, meetmem_cli: Any,
+                                                         cloud_backend: str | None) -> None:
+    serve = serve_factory(database_url=cloud_backend)
     serve.start()
-    token = token_maker(serve.db, "acme")
+    made = meetmem_cli("token", "create", "--tenant", "acme", *serve.store_args, db=serve.db)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=serve.url, headers=headers, timeout=30) as client:
         r = client.post("/v1/meetings/live/segments", json={"device_id": "glasses", "segments": HW})

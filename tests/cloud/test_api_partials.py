@@ -10,7 +10,9 @@ from typing import Any
 
 import httpx
 
-Server = Any  # tests/cloud/conftest.py: a running `meetmem serve`
+Server = Any  # tests/conftest.py: a running `meetmem serve`
+#: One server per store (tests/conftest.py `server`): on PostgreSQL a partial crosses by LISTEN/NOTIFY.
+BACKENDS = ("sqlite", "postgres")
 
 
 def _read(url: str, token: str, meeting: str, out: queue.Queue, stop: threading.Event) -> None:

@@ -13,6 +13,10 @@ import pytest
 
 from meetmem.cloud.limits import TokenBuckets
 
+#: The per-token rate reads its tokens from the store: on both. The slow-body, slot and header limits are the
+#: HTTP server's, decided before a request reaches the store, so their real servers run on SQLite alone.
+BACKENDS = ("sqlite", "postgres")
+
 
 def _promise_a_body(url: str, token: str, sent: bytes = b'{"device_i') -> socket.socket:
     """A request that announces 100 kB of body and sends 10 bytes of it (the slow-body attack)."""

@@ -1,4 +1,5 @@
-"""End to end against `meetmem serve`: a real uvicorn server on a loopback port, real clients."""
+"""End to end against `meetmem serve`: a real uvicorn server on a loopback port, real clients, with its log
+in a SQLite file and in a PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import Any
 
 import httpx
 
-from meetmem.store.log import TranscriptLog
+from meetmem.store.backends import open_log
 
-Server = Any  # tests/cloud/conftest.py: a running `meetmem serve`
+Server = Any  # tests/conftest.py: a running `meetmem serve`
+#: One server per store (tests/conftest.py `server`).
+BACKENDS = ("sqlite", "postgres")
 
 
 def _segment(device: int, seq: int) -> dict[str, Any]:
@@ -45,7 +48,7 @@ def test_concurrent_devices_each_segment_stored_once(server: Server, meetmem_cli
     assert len({(r["device_id"], r["seq"]) for r in rows}) == len(rows)
     assert [(r["start"], r["device_id"], r["seq"]) for r in rows] == sorted(
         (r["start"], r["device_id"], r["seq"]) for r in rows)
-    with TranscriptLog(server.db) as log:
+    with open_log(server.store, upgrade=False) as log:
         assert log.verify("all-hands", tenant="acme").ok
 
 
@@ -121,6 +124,7 @@ def test_posted_segment_is_answerable_over_the_wire(server: Server, meetmem_cli:
         assert "7,300 dollars" in answer["answer"] and answer["kind"] == "verbatim"
         assert answer["citations"][0]["speaker"] == "Raj" and answer["citations"][0]["start"] == 4.0
         # Revoking the token from the CLI, while the server runs, takes effect on the next request.
-        result = meetmem_cli("token", "revoke", token, db=server.db)
+        store = ("--database", server.database_url) if server.database_url else ()
+        result = meetmem_cli("token", "revoke", token, *store, db=server.db)
         assert result.returncode == 0, result.stderr
         assert client.get("/v1/meetings/quote").status_code == 401

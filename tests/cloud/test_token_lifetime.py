@@ -1,5 +1,6 @@
 """Token lifetime (issue 16, items 5 and 10): tokens expire, are listed and revoked, and an open event
-stream ends once its token is revoked or expired, against a real `meetmem serve` on a loopback port."""
+stream ends once its token is revoked or expired, against a real `meetmem serve` on a loopback port, with its
+tokens in a SQLite file and in a PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import httpx
 import pytest
 
 from meetmem.cloud.auth import TokenError, parse_expiry
+
+BACKENDS = ("sqlite", "postgres")
 
 
 def _segment(seq: int, text: str) -> dict[str, Any]:
@@ -55,23 +58,24 @@ def _until(out: queue.Queue, kind: str, deadline_s: float = 30) -> list[tuple[st
 
 
 @pytest.fixture
-def cloud(serve_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> Any:
+def cloud(serve_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, cloud_backend: str | None) -> Any:
     monkeypatch.setenv("MEETMEM_TOKEN_RECHECK", "0.5")
-    serve = serve_factory()
+    serve = serve_factory(database_url=cloud_backend)
     serve.start()
     return serve
 
 
 def test_a_revoked_tokens_open_stream_ends_before_the_next_segment(cloud: Any, meetmem_cli: Any) -> None:
-    watcher = meetmem_cli("token", "create", "--tenant", "acme", "--label", "display", db=cloud.db).stdout.strip()
-    device = meetmem_cli("token", "create", "--tenant", "acme", db=cloud.db).stdout.strip()
+    watcher = meetmem_cli("token", "create", "--tenant", "acme", "--label", "display", *cloud.store_args,
+                          db=cloud.db).stdout.strip()
+    device = meetmem_cli("token", "create", "--tenant", "acme", *cloud.store_args, db=cloud.db).stdout.strip()
     post = {"headers": {"Authorization": f"Bearer {device}"}, "timeout": 30}
     assert httpx.post(f"{cloud.url}/v1/meetings/m/segments", json={"device_id": "g", "segments": [
         _segment(0, "the budget is 12,000 euros")]}, **post).status_code == 200
     out: queue.Queue = queue.Queue()
     threading.Thread(target=_follow, args=(cloud.url, watcher, "m", out), daemon=True).start()
     assert _until(out, "data")[-1] == ("data", "the budget is 12,000 euros")
-    revoked = meetmem_cli("token", "revoke", watcher.split("_")[1], "--json", db=cloud.db)
+    revoked = meetmem_cli("token", "revoke", watcher.split("_")[1], "--json", *cloud.store_args, db=cloud.db)
     assert revoked.returncode == 0 and json.loads(revoked.stdout)["revoked_at"]
     assert httpx.post(f"{cloud.url}/v1/meetings/m/segments", json={"device_id": "g", "segments": [
         _segment(1, "the secret launch date is May 5th")]}, **post).status_code == 200
@@ -83,7 +87,10 @@ def test_a_revoked_tokens_open_stream_ends_before_the_next_segment(cloud: Any, m
 
 
 def test_an_expiring_token_works_then_its_stream_and_requests_end(cloud: Any, meetmem_cli: Any) -> None:
-    made = meetmem_cli("token", "create", "--tenant", "acme", "--expires", "4s", "--json", db=cloud.db)
+    # 10 s: the token must outlive one CLI start, a post and a stream's first event on a busy two-core machine
+    # (with 4 s it once expired before its first request, on PostgreSQL under a load of 15).
+    made = meetmem_cli("token", "create", "--tenant", "acme", "--expires", "10s", "--json", *cloud.store_args,
+                       db=cloud.db)
     assert made.returncode == 0, made.stderr
     token, expires_at = json.loads(made.stdout)["token"], json.loads(made.stdout)["expires_at"]
     headers = {"Authorization": f"Bearer {token}"}
@@ -96,10 +103,10 @@ def test_an_expiring_token_works_then_its_stream_and_requests_end(cloud: Any, me
     assert ("event", "unauthorized") in _until(out, "end")
     assert datetime.fromisoformat(expires_at) <= datetime.now(UTC)
     assert httpx.get(f"{cloud.url}/v1/meetings/m", headers=headers, timeout=10).status_code == 401
-    listed = meetmem_cli("token", "list", "--json", db=cloud.db)
+    listed = meetmem_cli("token", "list", "--json", *cloud.store_args, db=cloud.db)
     (info,) = json.loads(listed.stdout)
     assert info["expires_at"] == expires_at and info["active"] is False and info["revoked_at"] is None
-    assert "expired" in meetmem_cli("token", "list", db=cloud.db).stdout
+    assert "expired" in meetmem_cli("token", "list", *cloud.store_args, db=cloud.db).stdout
 
 
 def test_expiry_is_a_duration_or_a_dated_time() -> None:

@@ -44,8 +44,8 @@ KEYED_TABLES = ("meetings", "segments", "meeting_closures", "meeting_heads", "su
 
 @pytest.fixture
 def log(tmp_path: Path) -> Iterator[TranscriptLog]:
-    """SQLite only: the derived tables, audio and old-schema cases here are SQLite's (the PostgreSQL
-    deletion is tested in tests/store/pg/test_pg_deletion.py)."""
+    """SQLite only: the derived tables, audio files and old-schema cases here are SQLite's (the PostgreSQL
+    deletion and retention: tests/store/pg/test_pg_guarantees.py, with audio tests/store/pg/test_pg_audio.py)."""
     with TranscriptLog(tmp_path / "log.db") as opened:
         yield opened
 
