@@ -162,7 +162,7 @@ class CitationOut(BaseModel):
     end: float
     speaker: str | None
     speaker_name: str | None = Field(default=None, description="the name the meeting's speaker map gives the "
-                                     "speaker label (a user's, else a suggestion); null when it has none")
+                                     "speaker label (a user's, else a suggestion); absent when it has none")
     text: str
 
 
