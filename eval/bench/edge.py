@@ -259,6 +259,8 @@ def partial_figures(partials: list[dict[str, Any]], reference: list[dict[str, An
 
     times = word_times(reference)
     first: list[float] = []
+    heard: list[float] = []
+    waited: list[float] = []
     every: list[float] = []
     shown: dict[float, int] = {}
     for p in partials:
@@ -270,8 +272,15 @@ def partial_figures(partials: list[dict[str, Any]], reference: list[dict[str, An
                 every.append(p["at"] - times[j0 + i])
                 if before == 0 and i == 0:
                     first.append(p["at"] - times[j0 + i])
+                    # Split in two: how much audio after the word the agreeing pass needed (the policy's
+                    # share, the same on any machine), and the time from that audio to the caption (the
+                    # recogniser's share: passes, and finals ahead of them, which load stretches). A paced
+                    # run's clock reads audio seconds: sample t is delivered at about t.
+                    heard.append(p["heard_until"] - times[j0 + i])
+                    waited.append(p["at"] - p["heard_until"])
         shown[p["start"]] = max(before, count)
-    return {"first": latency(first), "every": latency(every)}
+    return {"first": latency(first), "every": latency(every), "first_heard_after_spoken": latency(heard),
+            "first_shown_after_heard": latency(waited)}
 
 
 def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> dict[str, Any]:
@@ -315,6 +324,10 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
         "degradations": item["degradations"],
         "partial_first_words_after_spoken": partial_figures(item["partials"] or [], reference)["first"],
         "partial_every_word_after_spoken": partial_figures(item["partials"] or [], reference)["every"],
+        "partial_first_words_heard_after_spoken": partial_figures(item["partials"] or [],
+                                                                  reference)["first_heard_after_spoken"],
+        "partial_first_words_shown_after_heard": partial_figures(item["partials"] or [],
+                                                                 reference)["first_shown_after_heard"],
         "partial_captions": len(item["partials"] or []), "partial_passes": item["partial_passes"],
         "partial_recogniser_s": item["partial_s"],
         "speculative_finals": item.get("speculations"), "speculative_finals_used": item.get("speculations_used"),
