@@ -44,6 +44,13 @@ PARTIAL_QUIET_MS = 240
 #: piece may reach into a second utterance before the pack is transcribed utterance by utterance instead.
 PACK_GAP = 0.6
 PACK_STRADDLE = 0.3
+#: Live input: once a pause has lasted this long, the utterance it will close is transcribed already (a
+#: speculative final), while the VAD waits out the rest of its `min_silence_ms` (600 ms) before closing it.
+#: When the pause does close it, the segment is stored the moment the VAD emits it, its words already
+#: decoded; when the speaker goes on instead, the speculation is dropped. The segmentation, and so the
+#: words of every final, stay exactly what the 600 ms rule gives (no sentence split at a short breath);
+#: only the waiting overlaps. 270 ms is past the 240 ms after which no partial pass starts.
+SPECULATE_AFTER_MS = 270
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,8 @@ class CaptureOptions:
             pack). Live input is transcribed as each utterance ends; only a backlog (utterances that ended
             while the recogniser was busy) is packed.
         language_policy: how often a detected language is detected again.
+        speculate_after_ms: live input: transcribe an utterance once its closing pause has lasted this long,
+            before the VAD closes it (`SPECULATE_AFTER_MS`); None: only once closed.
     """
 
     meeting_id: str
@@ -71,6 +80,7 @@ class CaptureOptions:
     vad: VADOptions = field(default_factory=VADOptions)
     pack_seconds: float = 24.0
     language_policy: LanguageOptions = field(default_factory=LanguageOptions)
+    speculate_after_ms: int | None = SPECULATE_AFTER_MS
 
 
 @dataclass
@@ -93,6 +103,8 @@ class CaptureStatus:
     partial_passes: int = 0  # partial-caption passes run (live only)
     partial_time: float = 0.0  # seconds spent in them
     speaker_turns_split: int = 0  # utterances cut in two (or more) where the voice changed inside them
+    speculations: int = 0  # live: utterances transcribed before the VAD closed them (speculative finals)
+    speculations_used: int = 0  # of which the VAD then closed exactly there, their words stored as decoded
 
     @property
     def real_time_factor(self) -> float:
@@ -167,6 +179,10 @@ class CaptureAgent:
         self._speaking: tuple[int, np.ndarray, int] | None = None
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
         self._partial_rest_until = 0.0  # monotonic time before which no partial pass starts (PARTIAL_DUTY)
+        # Speculative finals: the reader's current closing candidate (start, end samples), and the words of
+        # the latest one transcribed.
+        self._closing: tuple[int, int] | None = None
+        self._speculated: tuple[int, int, list[TranscriptPiece]] | None = None
 
     def run(self, chunks: Iterable[np.ndarray], *, source: str, live: bool = False,
             anchor: float | None = None) -> CaptureStatus:
@@ -228,15 +244,18 @@ class CaptureAgent:
 
         Each utterance is transcribed as soon as it ends. When the recogniser is still busy as the next ones
         end (dense talk on a slow board), the backlog goes into one packed call instead of one call each,
-        so a queue does not grow by a whole Whisper window per utterance. With partial captions on, the
-        utterance in progress is re-transcribed whenever no final is waiting, so a final waits for at most
-        one partial pass.
+        so a queue does not grow by a whole Whisper window per utterance. Once a pause has lasted
+        `speculate_after_ms`, the utterance it will close is transcribed before the VAD closes it, and stored
+        the moment it does. With partial captions on, the utterance in progress is re-transcribed whenever no
+        final is waiting, so a final waits for at most one partial pass.
         """
-        found: queue.Queue[Utterance | BaseException | None] = queue.Queue()
+        found: queue.Queue[Utterance | _Speculation | BaseException | None] = queue.Queue()
         status = self.status
         start_samples = round(status.audio_time * SAMPLE_RATE) - vad.samples_seen
+        speculate = self.options.speculate_after_ms
 
         def read() -> None:
+            offered: tuple[int, int] | None = None
             try:
                 for chunk in chunks:
                     for utterance in vad.feed(chunk):
@@ -245,6 +264,12 @@ class CaptureAgent:
                         speaking = vad.in_progress()
                         # One reference swap: read by the other thread.
                         self._speaking = None if speaking is None else (*speaking, vad.trailing_silence_ms)
+                    if speculate is not None:
+                        candidate = vad.closing_candidate(speculate)
+                        self._closing = None if candidate is None else (candidate.start_sample, candidate.end_sample)
+                        if candidate is not None and self._closing != offered:
+                            offered = self._closing
+                            found.put(_Speculation(candidate))
                     status.audio_time = (start_samples + vad.samples_seen) / SAMPLE_RATE
                 for utterance in vad.finish():
                     found.put(utterance)
@@ -257,9 +282,10 @@ class CaptureAgent:
         reader.start()
         ended = False
         cadence = self.partials.options.cadence_s / 4 if self.partials is not None else None
+        pending: _Speculation | None = None  # the newest speculation not yet transcribed
         while not ended:
             try:
-                items: list[Utterance | BaseException | None] = [found.get(timeout=cadence)]
+                items: list[Utterance | _Speculation | BaseException | None] = [found.get(timeout=cadence)]
             except queue.Empty:
                 self._partial_pass(offset)
                 continue
@@ -269,6 +295,7 @@ class CaptureAgent:
                 except queue.Empty:
                     break
             backlog = [item for item in items if isinstance(item, Utterance)]
+            pending = next((item for item in reversed(items) if isinstance(item, _Speculation)), pending)
             failure = next((item for item in items if isinstance(item, BaseException)), None)
             ended = any(item is None for item in items)
             self._note_backlog(backlog, ended)
@@ -276,8 +303,8 @@ class CaptureAgent:
                 self._final_until = backlog[-1].end_sample
             while backlog:
                 take = 1
-                while take < len(backlog) and sum(u.duration + PACK_GAP for u in backlog[: take + 1]) <= \
-                        self.options.pack_seconds:
+                while not self._speculated_for(backlog[0]) and take < len(backlog) and \
+                        sum(u.duration + PACK_GAP for u in backlog[: take + 1]) <= self.options.pack_seconds:
                     take += 1
                 self._flush(backlog[:take], offset, source)
                 backlog = backlog[take:]
@@ -285,9 +312,26 @@ class CaptureAgent:
                 self.on_status(status)
             if failure is not None:
                 raise failure
+            if pending is not None and not ended and found.empty():
+                candidate, pending = pending.utterance, None
+                # Still the pause that will close it (the speaker has not gone on), and not closed already.
+                if candidate.start_sample >= self._final_until and \
+                        self._closing == (candidate.start_sample, candidate.end_sample):
+                    self._speculate(candidate, offset)
             if not ended and found.empty():
                 self._partial_pass(offset)
         reader.join()
+
+    def _speculate(self, utterance: Utterance, offset: float) -> None:
+        """Transcribe an utterance the VAD is about to close (`CaptureOptions.speculate_after_ms`)."""
+        start = offset + utterance.start
+        pieces = self._recognise(utterance.audio, start, start)
+        self._speculated = (utterance.start_sample, utterance.end_sample, pieces)
+        self.status.speculations += 1
+
+    def _speculated_for(self, utterance: Utterance) -> bool:
+        held = self._speculated
+        return held is not None and (held[0], held[1]) == (utterance.start_sample, utterance.end_sample)
 
     def _partial_pass(self, offset: float) -> None:
         """One partial-caption pass on the utterance in progress, when one is due."""
@@ -418,6 +462,10 @@ class CaptureAgent:
     def _store(self, utterance: Utterance, offset: float, source: str,
                pieces: list[TranscriptPiece] | None = None) -> None:
         start, end = offset + utterance.start, offset + utterance.end
+        if pieces is None and self._speculated_for(utterance):
+            assert self._speculated is not None
+            pieces, self._speculated = self._speculated[2], None
+            self.status.speculations_used += 1
         if pieces is None:
             pieces = self._recognise(utterance.audio, start, start)
         cleaned = self.cleaner.clean(join_pieces(pieces))
@@ -497,6 +545,13 @@ def _tee(chunks: Iterable[np.ndarray], start: float,
         keep(chunk, position)
         position += len(chunk) / SAMPLE_RATE
         yield chunk
+@dataclass(frozen=True, slots=True)
+class _Speculation:
+    """The reader's word that an utterance is about to close (`VADSegmenter.closing_candidate`)."""
+
+    utterance: Utterance
+
+
 def _joined(utterances: list[Utterance]) -> Utterance:
     """Consecutive utterances as one, from the first one's start to the last one's end (its audio, the
     utterances' own back to back, is kept for the speaker label: the packed call already recognised it)."""

@@ -202,6 +202,28 @@ class VADSegmenter:
         between utterances): a pause that reaches `min_silence_ms` ends the utterance."""
         return self._unvoiced_run * self.options.frame_ms if self._in_speech else 0
 
+    def closing_candidate(self, after_ms: int) -> Utterance | None:
+        """The utterance the VAD will emit if the pause now under way lasts `min_silence_ms`, once it has
+        lasted `after_ms`; None while voiced, in a pause between utterances, or too short to be kept.
+
+        The same samples as the utterance `process` returns when the pause does end it, so a recogniser can
+        start on it early (a speculative final) and its words be used when that utterance arrives with the
+        same `start_sample` and `end_sample`; if the speaker goes on instead, the candidate is simply never
+        matched. Pure: nothing in the segmenter changes.
+        """
+        if not self._in_speech or self._unvoiced_run == 0:
+            return None
+        if self._unvoiced_run * self.options.frame_ms < after_ms:
+            return None
+        end = self._voiced_end + self._hangover
+        if end > self._classified or end - self._start >= self._max_samples:
+            return None  # the hangover is not heard yet, or the length limit will cut elsewhere
+        voiced_span = self._voiced_end - self._voiced_first
+        if voiced_span <= 0 or (voiced_span < self._min_voiced and not self._continuation):
+            return None  # dropped as a click when it ends
+        audio = self._slice(self._start, end)
+        return Utterance(self._start, end, audio.astype(np.float32) / 32768.0, self.wall_clock_anchor, False)
+
     def insert_audio(self, audio: bytes | bytearray | memoryview | np.ndarray) -> None:
         """Queue more audio: 16-bit little-endian PCM bytes, or an int16 / float32 array."""
         samples = to_int16(audio)

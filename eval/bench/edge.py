@@ -178,39 +178,54 @@ def continuous_meeting(audio: Path, reference: list[dict[str, Any]], folder: Pat
 
 def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]], *,
                  chunks: Sequence[float] = (1.0,), embedder: str = "minilm", partials: bool = True,
-                 continuous: bool = True) -> dict[str, Any]:
+                 continuous: bool = True, partial_models: Sequence[str] = ("tiny.en", "base"),
+                 without_speculation: bool = True) -> dict[str, Any]:
     """The meeting at speaking pace into a real cloud: once per chunk length (1 s is what `edge run
-    --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions on; then, in
-    0.1 s chunks, without partials (what they cost the finals) and the continuous-speech meeting."""
+    --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions by tiny.en on;
+    then, in 0.1 s chunks, with partials by each other model of `partial_models` (base: the finals' own
+    model, no second one loaded), without partials (what they cost the finals), without partials nor
+    speculative finals (what speculation saves, in the same run), and the continuous-speech meeting."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-cloud-") as tmp:
         db = Path(tmp) / "cloud.db"
         token = create_token(db)
         cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
-        runs: list[tuple[str, Path, list[dict[str, Any]], float, bool]] = [
-            (f"chunks_{chunk:g}s", audio, reference, chunk, partials) for chunk in chunks]
+        first = partial_models[0] if partial_models else PARTIALS["model"]
+        # name, audio, reference, chunk seconds, partial model (None: off), speculative finals
+        runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool]] = [
+            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True) for chunk in chunks]
         if partials:
-            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], False))
+            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True)
+                     for model in partial_models[1:]]
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True))
+        if without_speculation:
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_speculation", audio, reference, chunks[-1],
+                         None, False))
         if continuous:
             spliced, spliced_reference = continuous_meeting(audio, reference, Path(tmp))
-            runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1], partials))
+            runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1],
+                         first if partials else None, True))
         _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
         try:
             cloud.start()
             ready_s = cloud.wait_ready(600.0)
             at_ready = cloud.figures()
-            for name, path, ref, chunk, with_partials in runs:
+            for name, path, ref, chunk, partial_model, speculate in runs:
                 span = f"the first {cut:g} s" if cut and path == audio else "all of it"
-                captions = f"partials by {PARTIALS['model']}" if with_partials else "no partials"
+                captions = f"partials by {partial_model}" if partial_model else "no partials"
                 _note(ctx, f"latency: {name}: {path.name} at speaking pace ({span}) in {chunk:g} s chunks, base "
-                           f"beam 1 on 2 threads, {captions} ...")
+                           f"beam 1 on 2 threads, {captions}{'' if speculate else ', no speculative finals'} "
+                           f"(load average {os.getloadavg()[0]:.1f}) ...")
                 result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True,
-                                   "partials": PARTIALS if with_partials else None,
+                                   "partials": {**PARTIALS, "model": partial_model} if partial_model else None,
+                                   **({} if speculate else {"speculate_after_ms": None}),
                                    "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
                                    "inputs": [{"path": str(path), "meeting": f"latency-{name}",
                                                "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
                 out[name] = latency_figures(result, ref)
-                out[name]["partials"] = with_partials
+                out[name]["partials"] = partial_model
+                out[name]["speculative_finals_on"] = speculate
+                out[name]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
                 _note(ctx, "  end of speech -> acknowledged minus own transcription p95 "
                            f"{out[name]['speech_end_to_ack_minus_own_transcription'].get('p95_ms')} ms; "
                            f"first partial words p95 {out[name]['partial_first_words_after_spoken'].get('p95_ms')} ms")
@@ -244,6 +259,8 @@ def partial_figures(partials: list[dict[str, Any]], reference: list[dict[str, An
 
     times = word_times(reference)
     first: list[float] = []
+    heard: list[float] = []
+    waited: list[float] = []
     every: list[float] = []
     shown: dict[float, int] = {}
     for p in partials:
@@ -255,8 +272,15 @@ def partial_figures(partials: list[dict[str, Any]], reference: list[dict[str, An
                 every.append(p["at"] - times[j0 + i])
                 if before == 0 and i == 0:
                     first.append(p["at"] - times[j0 + i])
+                    # Split in two: how much audio after the word the agreeing pass needed (the policy's
+                    # share, the same on any machine), and the time from that audio to the caption (the
+                    # recogniser's share: passes, and finals ahead of them, which load stretches). A paced
+                    # run's clock reads audio seconds: sample t is delivered at about t.
+                    heard.append(p["heard_until"] - times[j0 + i])
+                    waited.append(p["at"] - p["heard_until"])
         shown[p["start"]] = max(before, count)
-    return {"first": latency(first), "every": latency(every)}
+    return {"first": latency(first), "every": latency(every), "first_heard_after_spoken": latency(heard),
+            "first_shown_after_heard": latency(waited)}
 
 
 def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> dict[str, Any]:
@@ -300,8 +324,14 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
         "degradations": item["degradations"],
         "partial_first_words_after_spoken": partial_figures(item["partials"] or [], reference)["first"],
         "partial_every_word_after_spoken": partial_figures(item["partials"] or [], reference)["every"],
+        "partial_first_words_heard_after_spoken": partial_figures(item["partials"] or [],
+                                                                  reference)["first_heard_after_spoken"],
+        "partial_first_words_shown_after_heard": partial_figures(item["partials"] or [],
+                                                                 reference)["first_shown_after_heard"],
         "partial_captions": len(item["partials"] or []), "partial_passes": item["partial_passes"],
         "partial_recogniser_s": item["partial_s"],
+        "speculative_finals": item.get("speculations"), "speculative_finals_used": item.get("speculations_used"),
+        "edge_cpu_s": item["cpu_s"], "recogniser_s": item["transcribe_s"],
         "edge_peak_rss_mb": result["peak_rss_mb"],
         "other_processes_cores": result["process"]["other_processes_cores"],
     }
@@ -492,7 +522,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         report["speed"] = speed(ctx, args, audio, cut, _text(reference))
     if "latency" in parts:
         report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1),
-                                         continuous=not args.quick)
+                                         continuous=not args.quick,
+                                         partial_models=("tiny.en",) if args.quick else ("tiny.en", "base"),
+                                         without_speculation=not args.quick)
     if "glossary" in parts:
         # The whole meeting's glossary even for a part of it: the organiser lists it before the meeting.
         terms = meeting_glossary(load_reference(transcript, None)[0])

@@ -141,6 +141,8 @@ def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any
                                   language=language, audio_context_s=context))
         out["rss_after_partials_load_mb"] = proc_status().get("VmRSS")
     packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
+    if "speculate_after_ms" in job:  # None: finals only once the VAD closes them
+        packing["speculate_after_ms"] = job["speculate_after_ms"]
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-") as tmp:
         for number, item in enumerate(job["inputs"]):
             options = CaptureOptions(meeting_id=item["meeting"], language=asr.options.language, glossary=glossary,
@@ -278,6 +280,7 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "backlog_max": status.backlog_max, "backlog_max_s": status.backlog_max_s,
         "degradations": status.degradations, "partials": partials, "partial_passes": status.partial_passes,
         "partial_s": round(status.partial_time, 3),
+        "speculations": status.speculations, "speculations_used": status.speculations_used,
         "call_audio_s": [round(u["audio_s"], 3) for u in calls],
         "agent_latencies_s": [round(x, 4) for x in status.latencies],
         "uploader_acks": len(uploader.ack_times) if uploader is not None else None,

@@ -253,8 +253,9 @@ def _partials(args: argparse.Namespace, asr: Any, glossary: tuple[str, ...], clo
               live: bool, *, quiet: bool) -> tuple[Any, Any]:
     """The partial-caption policy and its sender for `--partials`, or (None, None).
 
-    The passes use tiny.en when the meeting is English (the finals' model is tiny.en, or `--language en`),
-    else the finals' own model; only live or paced input has an utterance in progress to caption."""
+    `auto` makes the passes with the finals' own model: one model in memory (base for both peaks at about
+    430 MB, base beside tiny.en at 540-620 MB, docs/BENCHMARKS.md "Issue 19: latency"); only live or paced
+    input has an utterance in progress to caption."""
     if args.partials == "off":
         return None, None
     if not args.partial_every > 0:
@@ -270,8 +271,7 @@ def _partials(args: argparse.Namespace, asr: Any, glossary: tuple[str, ...], clo
     from meetmem.edge.partial_sender import PartialSender
     from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions
 
-    english = args.model == "tiny.en" or asr.options.language == "en"
-    model = args.partials if args.partials != "auto" else ("tiny.en" if english else args.model)
+    model = args.partials if args.partials != "auto" else args.model
     if model == args.model:
         partial_asr = asr.with_options(audio_context_s=AUDIO_CONTEXT_S, beam_size=1)
     else:
@@ -549,8 +549,8 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     p.add_argument("--partials", default="off", choices=("off", "auto", "tiny.en", "base"),
                    help="partial captions of the utterance in progress, live input only: re-transcribed every "
                         "--partial-every seconds, a word shown once two passes agree, sent to the cloud's live "
-                        "stream (never stored) and to the glasses; auto: tiny.en for an English meeting, else the "
-                        "finals' model (default off: it takes about as much CPU again as the finals)")
+                        "stream (never stored) and to the glasses; auto: the finals' own model, no second one in "
+                        "memory (default off: the passes take about as much CPU again as the finals)")
     p.add_argument("--partial-every", type=float, default=0.4, metavar="SECONDS",
                    help="seconds of new speech between two partial passes (default 0.4)")
     p.add_argument("--device-id", default=None, help="the device id of a new outbox (default: random)")

@@ -156,3 +156,37 @@ def test_falling_behind_takes_the_degradation_steps_in_order_and_reports_them(tm
     assert [d["step"] for d in agent.status.degradations] == ["language fixed", "beam 1"]
     assert asr.options.beam_size == 1 and agent.languages.language_for(1e6) == "en"
     assert agent.status.backlog_max == 2 and agent.status.backlog_max_s == 2.0
+
+
+def _live_capture(asr: Any, samples: np.ndarray, outbox_path: Path, **options: Any) -> tuple[Any, list[Any]]:
+    step = 1600  # 0.1 s chunks at speaking pace, as a microphone delivers them
+    chunks = [samples[i : i + step] for i in range(0, len(samples), step)]
+    with Outbox(outbox_path) as outbox:
+        agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id="m", language="en", **options))
+        status = agent.run(audio.paced(chunks), source="live:mic", live=True)
+        return status, outbox.pending(100)
+
+
+def test_a_final_transcribed_during_its_closing_pause_is_the_one_stored(tiny_asr: Any, make_speech: Callable[..., Any],
+                                                                       tmp_path: Path) -> None:
+    """Speculative finals: each utterance is transcribed once its pause has lasted 270 ms and stored with those
+    words when the VAD closes it at 600 ms; a 0.5 s breath inside a sentence is speculated on but does not
+    split it. The segments are the ones the capture stores without speculation, word for word."""
+    first = make_speech("We decided to use the aluminium casing")
+    rest = make_speech("for the first batch of the prototypes.")
+    last = make_speech("The supplier wants the final order by Friday morning.")
+    def trimmed(speech: Any) -> np.ndarray:  # espeak-ng pads each clip with silence of its own
+        return speech.samples[int(speech.bounds[0] * 16000):int(speech.bounds[1] * 16000)]
+
+    def silence(seconds: float) -> np.ndarray:
+        return np.zeros(int(seconds * 16000), dtype=np.int16)
+
+    samples = np.concatenate([silence(0.5), trimmed(first), silence(0.5), trimmed(rest), silence(1.0),
+                              trimmed(last), silence(1.0)])
+    status, stored = _live_capture(tiny_asr, samples, tmp_path / "a.db")
+    plain_status, plain = _live_capture(tiny_asr, samples, tmp_path / "b.db", speculate_after_ms=None)
+    assert [(s.start, s.end, s.text) for s in stored] == [(s.start, s.end, s.text) for s in plain]
+    assert len(stored) == 2 and "casing" in stored[0].text.lower() and "prototype" in stored[0].text.lower()
+    assert status.speculations_used == 2 and status.speculations == 3  # the breath's speculation went unused
+    assert plain_status.speculations == 0
+    assert status.recogniser_calls == 3 and plain_status.recogniser_calls == 2

@@ -26,6 +26,36 @@ def test_agreed_prefix(previous: list[str], current: list[str], agreed: int) -> 
 def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match="cadence_s"):
         PartialOptions(cadence_s=0)
+    with pytest.raises(ValueError, match="first_cadence_s"):
+        PartialOptions(first_cadence_s=0)
+
+
+@pytest.mark.model
+def test_the_second_pass_comes_sooner_until_the_first_words_are_confirmed(tiny_asr: Any,
+                                                                          make_speech: Callable[..., Any]) -> None:
+    """The first words need two passes that agree: the second follows the first after `first_cadence_s` of new
+    audio, the later ones after `cadence_s`."""
+    speech = make_speech(SENTENCE)
+    start = int(speech.bounds[0] * 16000)
+    caption = PartialCaption(tiny_asr, PartialOptions(cadence_s=0.4, first_cadence_s=0.2, min_audio_s=0.5),
+                             language="en")
+    heard = start + 8000  # 0.5 s of speech
+    caption.insert_audio_chunk(0, speech.samples[:heard])
+    assert caption.due and caption.process_iter() is not None
+    heard += 3200  # 0.2 s more
+    caption.insert_audio_chunk(0, speech.samples[:heard])
+    assert caption.due  # nothing confirmed yet: the sooner cadence
+    partial = caption.process_iter()
+    while partial is not None and not partial.text:  # until two passes agree on the first words
+        heard += 6400
+        assert heard < len(speech.samples), "no words confirmed over the whole sentence"
+        caption.insert_audio_chunk(0, speech.samples[:heard])
+        partial = caption.process_iter()
+    assert partial is not None and partial.text
+    caption.insert_audio_chunk(0, speech.samples[:heard + 3200])
+    assert not caption.due  # words confirmed: 0.2 s is no longer enough
+    caption.insert_audio_chunk(0, speech.samples[:heard + 6400])
+    assert caption.due
 
 
 @pytest.mark.model

@@ -172,3 +172,26 @@ def test_trailing_silence_counts_the_pause_at_the_end_of_the_utterance_in_progre
     assert 240 <= segmenter.trailing_silence_ms < VADOptions().min_silence_ms
     segmenter.feed(two_sentences.samples[int((first_end + 0.4) * SAMPLE_RATE): int((first_end + 1.0) * SAMPLE_RATE)])
     assert not segmenter.in_speech and segmenter.trailing_silence_ms == 0
+
+
+def test_the_closing_candidate_is_the_utterance_the_pause_then_closes(two_sentences) -> None:
+    """A speculative final is matched by its samples: the candidate offered during the closing pause has the
+    very start, end and audio of the utterance the VAD emits when that pause reaches `min_silence_ms`, and
+    none is offered mid-speech or before the pause has lasted `after_ms`."""
+    segmenter = VADSegmenter()
+    candidates: dict[tuple[int, int], Utterance] = {}
+    emitted: list[Utterance] = []
+    step = 480  # 30 ms chunks: the candidate is looked at after every frame
+    for i in range(0, len(two_sentences.samples), step):
+        emitted += segmenter.feed(two_sentences.samples[i : i + step])
+        candidate = segmenter.closing_candidate(270)
+        if candidate is not None:
+            assert segmenter.trailing_silence_ms >= 270
+            candidates[(candidate.start_sample, candidate.end_sample)] = candidate
+        elif segmenter.in_speech and segmenter.trailing_silence_ms == 0:
+            assert segmenter.closing_candidate(0) is None  # voiced: nothing is closing
+    emitted += segmenter.finish()
+    assert len(emitted) == 2
+    for utterance in emitted:
+        match = candidates[(utterance.start_sample, utterance.end_sample)]
+        assert np.array_equal(match.audio, utterance.audio) and not match.forced

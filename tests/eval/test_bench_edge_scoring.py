@@ -106,3 +106,18 @@ def test_the_default_meeting_is_package_data_not_a_source_tree_path() -> None:
     for name in ("sample_meeting.ogg", "sample_meeting.jsonl"):
         path = demo_file(name)
         assert path.is_file() and path.resolve().is_relative_to(package / "demo_data")
+
+
+def test_first_partial_words_split_into_the_audio_heard_and_the_wait_for_the_pass() -> None:
+    """First words after spoken = the audio the agreeing pass had heard past the word (the policy's share) plus
+    the time from that audio to the caption (the recogniser's share); later words count in `every` only."""
+    from meetmem.eval.bench.edge import partial_figures
+
+    reference = [{"start": 0.0, "end": 2.0, "text": "alpha beta"}]  # words done at 1.0 and 2.0 s
+    partials = [{"at": 2.5, "start": 0.0, "heard_until": 1.8, "text": "alpha", "new_words": 1},
+                {"at": 3.0, "start": 0.0, "heard_until": 2.6, "text": "alpha beta", "new_words": 1}]
+    figures = partial_figures(partials, reference)
+    assert figures["first"]["n"] == 1 and figures["first"]["p50_ms"] == pytest.approx(1500)
+    assert figures["first_heard_after_spoken"]["p50_ms"] == pytest.approx(800)
+    assert figures["first_shown_after_heard"]["p50_ms"] == pytest.approx(700)
+    assert figures["every"]["n"] == 2
