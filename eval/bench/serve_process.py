@@ -125,13 +125,14 @@ class Worker:
     key_home: Path  # the `--db` path every process of the deployment names (the receipt key lives beside it)
     embedder: str
     log_path: Path
+    options: tuple[str, ...] = ()  # more `meetmem worker` flags: --heartbeat, --stalled-after
     process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         exe = Path(sys.executable).with_name("meetmem")
         command = [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
         command += ["worker", "--database", self.database_url, "--db", str(self.key_home), "--embedder",
-                    self.embedder, "-v"]
+                    self.embedder, "-v", *self.options]
         env = {**os.environ, "MEETMEM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
