@@ -131,6 +131,9 @@ class Tally:
         return None, seconds
 
 
+#: Below `meetmem serve`'s keep-alive timeout (cloud_commands: timeout_keep_alive=5).
+KEEPALIVE_EXPIRY_S = 3.0
+
 SPANS = ("total", "catchup_lexical", "catchup_wait", "catchup_embed", "model_wait", "query_embed", "rank")
 
 
@@ -269,7 +272,11 @@ async def run_load(plan: LoadPlan, *, quiet: bool = False, progress_every: float
 
     tally = Tally()
     per_meeting = -(-plan.devices // len(plan.live))
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=plan.devices + plan.askers + 100)
+    # An idle connection is dropped by the client before the server's keep-alive timeout (5 s) can close it:
+    # a device posts every 3-5 s, and a request sent on a connection the server is closing that instant
+    # fails (ReadError) as a balancer's or a real client's would not.
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=plan.devices + plan.askers + 100,
+                          keepalive_expiry=KEEPALIVE_EXPIRY_S)
     headers = {"Authorization": f"Bearer {plan.token}"}
     probes: list[asyncio.Task[None]] = []
     markers: set[str] = set()
