@@ -7,6 +7,7 @@ background threads and begins loading the models, and the server takes segments 
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from starlette.routing import Match
 
 from meetmem.settings import Settings
 from meetmem.store.errors import (
+    DatabaseUnavailable,
     ImmutableLog,
     InvalidSegment,
     MeetingDeleted,
@@ -137,7 +139,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         # Every request passes the client limits (cloud/limits.py), whatever its route.
         responses=errors(408, 429),
     )
-    _add_error_handlers(app)
+    from meetmem.store.pg import is_postgres_url
+
+    _add_error_handlers(app, postgres=is_postgres_url(settings.database_url))
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     from .limits import ClientLimits, LimitOptions
 
@@ -198,7 +202,22 @@ def _error(status: int, detail: str, headers: dict[str, str] | None = None, **ex
     return JSONResponse({"detail": detail, **extra}, status_code=status, headers=headers)
 
 
-def _add_error_handlers(app: FastAPI) -> None:
+#: What the PostgreSQL client libraries raise when the server cannot be reached (answered as the log's
+#: DatabaseUnavailable is): psycopg's, its pool's, and the job queue's.
+_CONNECTION_ERRORS = ("psycopg.OperationalError", "psycopg_pool.PoolTimeout",
+                      "procrastinate.exceptions.ConnectorException")
+DATABASE_RETRY_AFTER_S = 2
+
+
+def _database_down(reason: str) -> JSONResponse:
+    """503 for a database that cannot be reached: what happened, that nothing was stored, and when to retry."""
+    return _error(503, f"the database cannot be reached right now ({reason}). The service reconnects by itself "
+                  f"once it is back: send the request again after {DATABASE_RETRY_AFTER_S} s (a batch of segments sent "
+                  "again is never stored twice); if this lasts, the operator should check that PostgreSQL is running",
+                  {"Retry-After": str(DATABASE_RETRY_AFTER_S)})
+
+
+def _add_error_handlers(app: FastAPI, *, postgres: bool = False) -> None:
     """Store errors become 4xx (or 503 for a busy or loading service) with the store's own message."""
     statuses: list[tuple[type[StoreError], int]] = [
         (MeetingNotFound, 404),
@@ -221,6 +240,9 @@ def _add_error_handlers(app: FastAPI) -> None:
             return _error(503, str(exc), {"Retry-After": "2"})
         if isinstance(exc, SearchError | TokenError):
             return _error(422, str(exc))
+        if isinstance(exc, DatabaseUnavailable):
+            log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+            return _database_down(exc.reason)
         # Anything else the store raises is the database being unable to take the work now (locked, full).
         log.warning("store error on %s %s: %s", request.method, request.url.path, exc)
         return _error(503, f"the database could not take the request: {exc}", {"Retry-After": "1"})
@@ -260,8 +282,22 @@ def _add_error_handlers(app: FastAPI) -> None:
         log.warning("summarizer error on %s %s: %s", request.method, request.url.path, exc)
         return _error(503, f"summaries could not be made: {exc}", {"Retry-After": "5"})
 
+    async def connection_error(request: Request, exc: Exception) -> JSONResponse:
+        # The database's own driver errors reach here only from code that talks to it beside the log (the
+        # search's pool, the job queue): a lost connection is the same outage the log reports.
+        from meetmem.store.pg.log import unavailable_reason
+
+        log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+        return _database_down(unavailable_reason(exc.__cause__ or exc))
+
     from meetmem.summarizers.errors import SummarizerError
 
+    for name in _CONNECTION_ERRORS if postgres else ():
+        module, _, cls = name.rpartition(".")
+        try:
+            app.add_exception_handler(getattr(importlib.import_module(module), cls), connection_error)
+        except ImportError:  # the postgres extra is not installed: nothing of it can fail
+            pass
     app.add_exception_handler(StoreError, store_error)
     app.add_exception_handler(SummarizerError, summarizer_error)
     app.add_exception_handler(StarletteHTTPException, http_error)

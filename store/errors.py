@@ -70,3 +70,19 @@ class MeetingDeleted(StoreError):
         self.deleted_at = deleted_at
         super().__init__(f"meeting {meeting_id!r} of tenant {tenant!r} was deleted at {deleted_at} and its "
                          "tombstone keeps the id: send these segments under a new meeting id")
+
+
+class DatabaseUnavailable(StoreError):
+    """The database server cannot be reached or cannot take work now (stopped, restarting, out of connections).
+
+    Nothing was written. The service reconnects by itself once the server is back, so the request can simply
+    be sent again later.
+
+    Attributes:
+        reason: what the server or the connection said, in one line, without the database's address (for a
+            message to API clients, who need not know where the database runs).
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        self.reason = reason
+        super().__init__(message)

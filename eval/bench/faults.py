@@ -17,6 +17,9 @@ how many batches were stored in part, and whether every meeting's hash chain (wi
 
 - `edge_killed_mid_meeting`: `meetmem edge run` on the packaged demo meeting's speech (tiny.en) SIGKILLed at
   random points and restarted on its outbox, then run to the end; compared with a run never killed.
+
+`--backend postgres` runs the faults of a PostgreSQL deployment instead (pg_faults.py): an API process
+SIGKILLed mid-ingest, PostgreSQL restarted under load, a worker SIGKILLed mid-job.
 """
 
 from __future__ import annotations
@@ -481,7 +484,38 @@ STEP_NAMES = {"server killed mid-batch": "server_killed_mid_batch", "cloud down 
               "corrupted outbox": "corrupted_outbox", "edge killed mid-meeting": "edge_killed_mid_meeting"}
 
 
+def run_postgres(args: argparse.Namespace, ctx: Any) -> int:
+    """The PostgreSQL campaign (pg_faults.py): an API process killed, PostgreSQL restarted, a worker killed."""
+    from .pg_faults import STEPS, run_steps
+
+    names = [name for name in STEPS if not args.step or name in args.step]
+    unknown = [name for name in args.step or () if name not in STEPS]
+    if unknown:
+        sys.stderr.write(f"meetmem bench faults: {', '.join(unknown)} runs on SQLite only; on PostgreSQL the steps "
+                         f"are {', '.join(STEPS)}\n")
+        return 2
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="meetmem-faults-pg-") as tmp:
+        steps = run_steps(names, Path(tmp), short=args.short, quiet=ctx.quiet)
+    totals = {name: sum(int(s.get(name, 0)) for s in steps) for name in
+              ("acknowledged", "stored", "acknowledged_lost", "duplicated", "chains_broken", "server_error_500",
+               "unavailable_without_retry_after", "rows_twice")}
+    recovered = [s for s in steps if s["step"] == "postgres_restarted_under_load"]
+    totals["not_recovered"] = sum(
+        sum(1 for v in s["after_restart"].values() if v != 200) + (s["live_after_s"] is None)
+        + (s["worker_job_after_s"] is None) for s in recovered)
+    report = {"benchmark": "faults", "backend": "postgres", "short": args.short, "steps": steps, "totals": totals,
+              "wall_s": round(time.perf_counter() - started, 1),
+              "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]}
+    sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
+    bad = any(totals[name] for name in ("acknowledged_lost", "duplicated", "chains_broken", "server_error_500",
+                                         "unavailable_without_retry_after", "rows_twice", "not_recovered"))
+    return 1 if bad else 0
+
+
 def run(args: argparse.Namespace, ctx: Any) -> int:
+    if args.backend == "postgres":
+        return run_postgres(args, ctx)
     rng = random.Random(args.seed)
     quiet = ctx.quiet
     short = args.short
@@ -503,6 +537,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     ]
     if args.step:
         plan = [(name, step) for name, step in plan if STEP_NAMES[name] in args.step]
+        if not plan:
+            sys.stderr.write("meetmem bench faults: those steps run on PostgreSQL: add --backend postgres\n")
+            return 2
     with tempfile.TemporaryDirectory(prefix="meetmem-faults-") as tmp:
         for name, step in plan:
             _note(quiet, f"{name} ...")
@@ -537,7 +574,14 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--kills", type=int, default=None, help="kills per killing step (default 20; 2 with --short)")
     p.add_argument("--edge-kills", type=int, default=None,
                    help="SIGKILLs of `meetmem edge run` mid-meeting (default 20; 3 with --short)")
-    p.add_argument("--step", action="append", choices=sorted(STEP_NAMES.values()), default=None,
-                   help="run only this step (repeatable; default: every step)")
+    p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                   help="sqlite (default): the campaign above; postgres: a real PostgreSQL with two `meetmem serve` "
+                        "processes and a worker: an API process SIGKILLed mid-ingest, PostgreSQL stopped and started "
+                        "under load (503 with Retry-After while down, never 500; everything recovers by itself), a "
+                        "worker SIGKILLed mid-job")
+    p.add_argument("--step", action="append", default=None,
+                   choices=sorted([*STEP_NAMES.values(), "api_killed_mid_ingest", "postgres_restarted_under_load",
+                                   "worker_killed_mid_job"]),
+                   help="run only this step (repeatable; default: every step of the backend)")
     p.add_argument("--seed", type=int, default=16, help="seed of the random kill points (default 16)")
     p.set_defaults(func=run)

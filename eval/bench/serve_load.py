@@ -8,6 +8,7 @@ shared with the server, threads would spend the generator's CPU on switching and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import string
@@ -54,6 +55,9 @@ class LoadPlan:
 
     Args:
         base_url: the server, e.g. http://127.0.0.1:8123.
+        base_urls: several API processes of one deployment (base_url is then the first): devices and askers are
+            spread over them as a round-robin load balancer would, and a probe searches on the process after
+            the one its segment was posted to, so "searchable" means found by another process.
         token: a bearer token of the tenant holding the meetings.
         live: the meetings the devices post to (devices are split evenly among them).
         preloaded: questions about the meetings already in the database.
@@ -78,6 +82,11 @@ class LoadPlan:
     probe_timeout: float = 10.0
     probe_interval: float = 0.05
     seed: int = 0
+    base_urls: Sequence[str] = ()
+
+    @property
+    def urls(self) -> list[str]:
+        return list(self.base_urls) or [self.base_url]
 
 
 @dataclass
@@ -121,6 +130,9 @@ class Tally:
         self.errors[key] += 1
         return None, seconds
 
+
+#: Below `meetmem serve`'s keep-alive timeout (cloud_commands: timeout_keep_alive=5).
+KEEPALIVE_EXPIRY_S = 3.0
 
 SPANS = ("total", "catchup_lexical", "catchup_wait", "catchup_embed", "model_wait", "query_embed", "rank")
 
@@ -170,8 +182,10 @@ async def _probe(client: Any, tally: Tally, plan: LoadPlan, meeting_id: str, seg
 
 
 async def _device(client: Any, tally: Tally, plan: LoadPlan, meeting: LiveMeeting, slot: int, per_meeting: int,
-                  t0: float, stop_at: float, probes: list[asyncio.Task[None]], markers: set[str]) -> None:
-    """One wearer's glasses: one segment per request, the wearer's own utterances, at speaking pace."""
+                  t0: float, stop_at: float, probes: list[asyncio.Task[None]], markers: set[str],
+                  search_client: Any = None) -> None:
+    """One wearer's glasses: one segment per request, the wearer's own utterances, at speaking pace; its
+    probes search through `search_client` (another API process), else the same one."""
     rng = random.Random(f"device:{plan.seed}:{meeting.meeting_id}:{slot}")
     loop = asyncio.get_running_loop()
     device_id = f"glasses-{meeting.meeting_id}-{slot + 1}"
@@ -200,7 +214,7 @@ async def _device(client: Any, tally: Tally, plan: LoadPlan, meeting: LiveMeetin
             if marker:
                 segment_id = response.json()["segment_ids"][0]
                 probes.append(asyncio.create_task(
-                    _probe(client, tally, plan, meeting.meeting_id, segment_id, text, acked)))
+                    _probe(search_client or client, tally, plan, meeting.meeting_id, segment_id, text, acked)))
             if index in questions and seq < len(mine):
                 tally.live_questions.append(Question(meeting.meeting_id, questions[index], text, "live"))
         seq, prev_end = seq + 1, end
@@ -258,21 +272,27 @@ async def run_load(plan: LoadPlan, *, quiet: bool = False, progress_every: float
 
     tally = Tally()
     per_meeting = -(-plan.devices // len(plan.live))
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=plan.devices + plan.askers + 100)
+    # An idle connection is dropped by the client before the server's keep-alive timeout (5 s) can close it:
+    # a device posts every 3-5 s, and a request sent on a connection the server is closing that instant
+    # fails (ReadError) as a balancer's or a real client's would not.
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=plan.devices + plan.askers + 100,
+                          keepalive_expiry=KEEPALIVE_EXPIRY_S)
     headers = {"Authorization": f"Bearer {plan.token}"}
     probes: list[asyncio.Task[None]] = []
     markers: set[str] = set()
-    async with httpx.AsyncClient(base_url=plan.base_url, headers=headers, limits=limits,
-                                 timeout=httpx.Timeout(30.0)) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(httpx.AsyncClient(
+            base_url=url, headers=headers, limits=limits, timeout=httpx.Timeout(30.0))) for url in plan.urls]
+        n = len(clients)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         stop_at = t0 + plan.duration
         tasks = [
-            _device(client, tally, plan, plan.live[d // per_meeting], d % per_meeting, per_meeting, t0, stop_at,
-                    probes, markers)
+            _device(clients[d % n], tally, plan, plan.live[d // per_meeting], d % per_meeting, per_meeting, t0,
+                    stop_at, probes, markers, search_client=clients[(d + 1) % n])
             for d in range(plan.devices)
         ]
-        tasks += [_asker(client, tally, plan, a, stop_at) for a in range(plan.askers)]
+        tasks += [_asker(clients[a % n], tally, plan, a, stop_at) for a in range(plan.askers)]
         reporter = asyncio.create_task(_progress(tally, t0, stop_at, progress_every, quiet))
         try:
             await asyncio.gather(*tasks)

@@ -60,6 +60,7 @@ class Server:
     port: int
     embedder: str
     log_path: Path
+    database_url: str | None = None  # PostgreSQL; None: the SQLite file `db` (which is also the receipt key's home)
     process: subprocess.Popen[bytes] | None = None
     peak_rss_sampled: float = 0.0
     rss_trace: list[tuple[float, float]] = field(default_factory=list)  # (seconds into the load, MB)
@@ -76,7 +77,10 @@ class Server:
         # The load generator is one client with one token: the per-token rate limit would throttle the load
         # being measured, so it is off here (the per-address limit stays, above the bench's clients).
         env = {**os.environ, "MEETMEM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MEETMEM_RATE_LIMIT": "0"}
-        with open(self.log_path, "wb") as out:
+        env.pop("MEETMEM_DATABASE_URL", None)
+        if self.database_url:
+            env["MEETMEM_DATABASE_URL"] = self.database_url
+        with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout: float) -> float:
@@ -103,34 +107,104 @@ class Server:
 
     def stop(self, timeout: float = 15.0) -> dict[str, Any]:
         """SIGTERM, then SIGKILL after `timeout`; says which it took."""
-        if self.process is None:
-            return {}
-        if self.process.poll() is not None:
-            return {"how": "had exited", "returncode": self.process.returncode}
-        self.process.send_signal(signal.SIGTERM)
-        t0 = time.perf_counter()
-        try:
-            self.process.wait(timeout)
-            how = "SIGTERM"
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            how = f"SIGKILL after {timeout:g} s"
-        return {"how": how, "returncode": self.process.returncode, "stop_s": round(time.perf_counter() - t0, 2)}
+        return stop_process(self.process, timeout)
 
     def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return log_tail(self.log_path, lines)
 
     def log_problems(self) -> dict[str, Any]:
         """Warning, error and traceback lines of the server's log (the first few, and how many)."""
+        return log_problems(self.log_path)
+
+
+@dataclass
+class Worker:
+    """`meetmem worker` on a PostgreSQL database: runs the jobs the API processes defer."""
+
+    database_url: str
+    key_home: Path  # the `--db` path every process of the deployment names (the receipt key lives beside it)
+    embedder: str
+    log_path: Path
+    options: tuple[str, ...] = ()  # more `meetmem worker` flags: --heartbeat, --stalled-after
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        exe = Path(sys.executable).with_name("meetmem")
+        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
+        command += ["worker", "--database", self.database_url, "--db", str(self.key_home), "--embedder",
+                    self.embedder, "-v", *self.options]
+        env = {**os.environ, "MEETMEM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+        with open(self.log_path, "ab") as out:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    def figures(self) -> dict[str, float]:
+        return proc_figures(self.process.pid) if self.process is not None else {}
+
+    def stop(self, timeout: float = 30.0) -> dict[str, Any]:
+        """SIGTERM (a worker finishes the job in hand first), then SIGKILL after `timeout`."""
+        return stop_process(self.process, timeout)
+
+    def log_tail(self, lines: int = 20) -> str:
+        return log_tail(self.log_path, lines)
+
+    def log_problems(self) -> dict[str, Any]:
+        return log_problems(self.log_path)
+
+
+def stop_process(process: subprocess.Popen[bytes] | None, timeout: float) -> dict[str, Any]:
+    """SIGTERM, then SIGKILL after `timeout`; says which it took."""
+    if process is None:
+        return {}
+    if process.poll() is not None:
+        return {"how": "had exited", "returncode": process.returncode}
+    process.send_signal(signal.SIGTERM)
+    t0 = time.perf_counter()
+    try:
+        process.wait(timeout)
+        how = "SIGTERM"
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        how = f"SIGKILL after {timeout:g} s"
+    return {"how": how, "returncode": process.returncode, "stop_s": round(time.perf_counter() - t0, 2)}
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def log_problems(path: Path) -> dict[str, Any]:
+    """Warning, error and traceback lines of a process's log (the first few, and how many)."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return {}
+    bad = [line for line in text if line.startswith(("WARNING", "ERROR", "CRITICAL", "Traceback"))]
+    return {"lines": len(bad), "first": list(dict.fromkeys(bad))[:5]}
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process, of its children that ended (which the kernel adds to it when reaped) and of
+    its children alive now: PostgreSQL's postmaster and its backends, which come and go with connections."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def stat(p: int | str) -> list[str] | None:
         try:
-            text = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return {}
-        bad = [line for line in text if line.startswith(("WARNING", "ERROR", "CRITICAL", "Traceback"))]
-        return {"lines": len(bad), "first": list(dict.fromkeys(bad))[:5]}
+            with open(f"/proc/{p}/stat", encoding="ascii") as fh:
+                return fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+
+    own = stat(pid)
+    if own is None:
+        return 0.0
+    total = sum(int(v) for v in own[11:15])  # utime, stime, cutime, cstime
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := stat(entry)) is not None and fields[1] == str(pid):
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 

@@ -24,11 +24,22 @@ class PgDerivedStore:
         self.log = log
 
     def save(self, tenant: str, digest: MeetingDigest) -> None:
-        """Replace the meeting's digest with this one, all or nothing."""
+        """Replace the meeting's digest with this one, all or nothing.
+
+        Several processes may make the same meeting's digest at once (two API processes, a worker): their saves
+        take turns on a lock of the meeting's digest, and one made from less of the log than the stored one
+        is dropped, so the newest stays whoever finishes last.
+        """
         key = (tenant, digest.meeting_id)
         with self.log._session(tenant) as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", (f"digest\x1f{tenant}\x1f"
+                                                                                  f"{digest.meeting_id}",))
             if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", key).fetchone() is None:
                 return  # deleted while its digest was being made: nothing derived from it may stay
+            stored = conn.execute("SELECT through_pos FROM meeting_digests WHERE tenant = %s AND meeting_id = %s",
+                                  key).fetchone()
+            if stored is not None and int(stored[0]) > digest.through_pos:
+                return
             for table in _TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE tenant = %s AND meeting_id = %s", key)
             with conn.cursor() as cur:

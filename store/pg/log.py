@@ -24,7 +24,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..batch import plan_batch
-from ..errors import ImmutableLog, InvalidSegment, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
+from ..errors import (
+    DatabaseUnavailable,
+    ImmutableLog,
+    InvalidSegment,
+    MeetingDeleted,
+    MeetingNotFound,
+    SequenceError,
+    StoreError,
+)
 from ..interchange import check_id, check_segment_input
 from ..meeting_meta import MeetingMeta, meta_from_row
 from ..receipts import Receipt, ReceiptKey
@@ -61,6 +69,19 @@ def _now() -> str:
 
 def _row_to_segment(row: Sequence[Any]) -> Segment:
     return Segment(**dict(zip(_SEGMENT_COLUMNS, row, strict=True)))
+
+
+def unavailable_reason(exc: BaseException) -> str:
+    """A connection failure in a line a person can read, without the server's address: "connection refused",
+    "the database system is starting up", "server closed the connection unexpectedly"."""
+    text = " ".join(str(exc).split())
+    for known in ("Connection refused", "the database system is starting up", "the database system is shutting down",
+                  "the database system is not yet accepting connections", "the database system is in recovery mode",
+                  "server closed the connection unexpectedly", "terminating connection due to administrator command",
+                  "too many clients already", "timeout expired", "No route to host", "Connection timed out"):
+        if known.lower() in text.lower():
+            return known[0].lower() + known[1:]
+    return text.rsplit("failed: ", 1)[-1][:200] or type(exc).__name__
 
 
 def _check_text(segments: Sequence[SegmentInput]) -> None:
@@ -124,6 +145,9 @@ class PgTranscriptLog:
         psycopg = self._psycopg
         try:
             conn = psycopg.connect(self.url, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"cannot open the database {self.path}: {exc}",
+                                      reason=unavailable_reason(exc)) from exc
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
         try:
@@ -137,24 +161,51 @@ class PgTranscriptLog:
 
     @contextmanager
     def _session(self, tenant: str, *, isolation: str | None = None) -> Iterator[Any]:
-        """One transaction on a pooled connection, serving `tenant` (row-level security sees only it)."""
+        """One transaction on a pooled connection, serving `tenant` (row-level security sees only it).
+
+        A pooled connection the server dropped (PostgreSQL restarted) fails at its first statement, before
+        anything is done: it is replaced by a new one and the transaction begun again, and the other idle
+        connections, from the same lost server, are dropped too. So a restart of PostgreSQL costs the requests
+        made while it was down, not the first few after it is back.
+        """
         if self._closed:
             raise StoreError(f"the log of {self.path} is closed")
+        psycopg = self._psycopg
         with self._pool_lock:
             conn = self._pool.pop() if self._pool else None
-        if conn is None or conn.closed:
+        pooled = conn is not None and not conn.closed
+        if not pooled:
             conn = self._connect()
-        psycopg = self._psycopg
+        while True:
+            transaction = conn.transaction()
+            try:
+                transaction.__enter__()
+            except psycopg.OperationalError as exc:
+                conn.close()
+                if not pooled:
+                    raise DatabaseUnavailable(f"the database {self.path} failed: {exc}",
+                                              reason=unavailable_reason(exc)) from exc
+                self._drop_idle()
+                conn, pooled = self._connect(), False
+                continue
+            break
         try:
-            with conn.transaction():
+            try:
                 if isolation is not None:
                     conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
                 conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant,))
                 yield conn
+            except BaseException as exc:
+                if not transaction.__exit__(type(exc), exc, exc.__traceback__):
+                    raise
+            else:
+                transaction.__exit__(None, None, None)
         except psycopg.errors.RestrictViolation as exc:
             raise ImmutableLog(str(exc.diag.message_primary or exc)) from exc
         except psycopg.OperationalError as exc:
-            raise StoreError(f"the database {self.path} failed: {exc}") from exc
+            self._drop_idle()
+            raise DatabaseUnavailable(f"the database {self.path} failed: {exc}",
+                                      reason=unavailable_reason(exc)) from exc
         except psycopg.Error as exc:
             raise StoreError(f"the database {self.path} refused: {exc}") from exc
         finally:
@@ -166,6 +217,13 @@ class PgTranscriptLog:
                     self._pool.append(conn)
             if not keep:
                 conn.close()
+
+    def _drop_idle(self) -> None:
+        """Close the idle pooled connections (after one failed: they reach the same server, likely lost too)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, []
+        for conn in pool:
+            conn.close()
 
     def _rows(self, sql: str, params: Sequence[Any] = (), *, tenant: str) -> list[tuple[Any, ...]]:
         with self._session(tenant) as conn:
