@@ -136,8 +136,8 @@ class PgTranscriptLog:
 
     def __getattr__(self, name: str) -> Any:
         if name in PgTranscriptLog._SQLITE_ONLY:
-            raise StoreError(f"this needs the SQLite store: search indexes, summaries, the ledger and audio do not run "
-                             f"on PostgreSQL here yet (asked for {name!r}); use the SQLite file (--db) for them")
+            raise StoreError(f"{name!r} is a handle of the SQLite store, which this operation needs: use the "
+                             f"SQLite file (--db); on PostgreSQL the search, summaries, ledger and audio have their own tables")
         raise AttributeError(name)
 
     # -- connections ------------------------------------------------------------------------------------
