@@ -137,7 +137,8 @@ class PgTranscriptLog:
     def __getattr__(self, name: str) -> Any:
         if name in PgTranscriptLog._SQLITE_ONLY:
             raise StoreError(f"{name!r} is a handle of the SQLite store, which this operation needs: use the "
-                             f"SQLite file (--db); on PostgreSQL the search, summaries, ledger and audio have their own tables")
+                             f"SQLite file (--db); on PostgreSQL the search, summaries, ledger and audio have "
+                             f"their own tables")
         raise AttributeError(name)
 
     # -- connections ------------------------------------------------------------------------------------
