@@ -1,8 +1,13 @@
-"""The extractive answerer: question kinds, verbatim quotes, citations that are the stored text."""
+"""The extractive answerer: question kinds, verbatim quotes, citations that are the stored text, on a log in a
+real SQLite file and in a real PostgreSQL database (its vectors in pgvector)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,10 +20,14 @@ from meetmem.cloud.answer import (
     sentences,
 )
 from meetmem.cloud.tokens import count_tokens
+from meetmem.store.backends import open_log, open_search
 from meetmem.store.errors import MeetingNotFound
-from meetmem.store.index.search import SearchFilters, TranscriptSearch
+from meetmem.store.index.search import SearchFilters
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
+
+#: The tests on a log run on each store (`cloud_backend`); the pure functions' tests once.
+BACKENDS = ("sqlite", "postgres")
 
 MEETING = "launch"
 
@@ -91,6 +100,20 @@ def test_count_tokens_counts_chinese_per_character() -> None:
 
 
 @pytest.fixture
+def log(tmp_path: Path, cloud_backend: str | None) -> Iterator[Any]:
+    """A fresh log: a SQLite file, or a fresh PostgreSQL database."""
+    with closing(open_log(cloud_backend or tmp_path / "log.db")) as opened:
+        yield opened
+
+
+def _answerer(log: Any, embedder: Any) -> Iterator[Answerer]:
+    search = open_search(log, embedder)
+    yield Answerer(search)
+    if hasattr(search, "close"):  # PostgreSQL's search holds a connection pool; SQLite's holds nothing
+        search.close()
+
+
+@pytest.fixture
 def meeting(log: TranscriptLog, sample_device_and_segments) -> TranscriptLog:
     device, segments = sample_device_and_segments
     log.append(MEETING, device, segments)
@@ -111,8 +134,8 @@ class TestWithoutModel:
     """BM25 alone (`--embedder none`): the same answer contract."""
 
     @pytest.fixture
-    def answerer(self, meeting: TranscriptLog) -> Answerer:
-        return Answerer(TranscriptSearch(meeting, None))
+    def answerer(self, meeting: TranscriptLog) -> Iterator[Answerer]:
+        yield from _answerer(meeting, None)
 
     def test_a_verbatim_answer_quotes_its_first_citation(self, answerer: Answerer, meeting: TranscriptLog) -> None:
         answer = answerer.ask(MEETING, "How much did the supplier quote for the tooling?")
@@ -201,8 +224,8 @@ class TestWithoutModel:
 @pytest.mark.model
 class TestWithMiniLM:
     @pytest.fixture
-    def answerer(self, meeting: TranscriptLog, embedder) -> Answerer:
-        return Answerer(TranscriptSearch(meeting, embedder))
+    def answerer(self, meeting: TranscriptLog, embedder) -> Iterator[Answerer]:
+        yield from _answerer(meeting, embedder)
 
     def test_every_answer_keeps_the_contract(self, answerer: Answerer, meeting: TranscriptLog,
                                              sample_questions) -> None:

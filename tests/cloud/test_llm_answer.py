@@ -1,7 +1,8 @@
 """Answers from a language model over the compiled context, run against a scripted model over real loopback
-HTTP (the real client), a real SQLite log and real BM25 search: a valid answer keeps its verified citations;
-a made-up quote or handle falls back to the transcript's own answer; expand() reads the log; an overlong
-prompt is compacted once; a failing model trips the breaker; a session's prompts grow by appending."""
+HTTP (the real client), a real log (a SQLite file, or a PostgreSQL database) and real BM25 search: a valid
+answer keeps its verified citations; a made-up quote or handle falls back to the transcript's own answer;
+expand() reads the log; an overlong prompt is compacted once; a failing model trips the breaker; a session's
+prompts grow by appending."""
 
 from __future__ import annotations
 
@@ -27,14 +28,16 @@ from meetmem.cloud.llm_answer import (
     quotes,
 )
 from meetmem.cloud.prompting import PromptSources
-from meetmem.store.index.search import TranscriptSearch
-from meetmem.store.log import TranscriptLog
+from meetmem.store.backends import open_log, open_search
 from meetmem.store.records import SegmentInput
 from meetmem.summarizers.digest import MeetingDigester
 from meetmem.summarizers.extractive import ExtractiveSummarizer
 from meetmem.summarizers.llm.anthropic_chat import AnthropicChat
 from meetmem.summarizers.llm.chat import OpenAIChat
 from meetmem.summarizers.llm.chat_tools import OpenAIToolChat
+
+#: The tests on a meeting run on each store (`cloud_backend`).
+BACKENDS = ("sqlite", "postgres")
 
 MEETING = "launch"
 QUOTE_DUE = "By when does Bob owe the supplier the revised quote?"
@@ -43,11 +46,11 @@ QUOTE_DUE = "By when does Bob owe the supplier the revised quote?"
 class Meeting:
     """The sample meeting in a real log, with BM25 search and the extractive digest."""
 
-    def __init__(self, path: Path, segments: list[SegmentInput]) -> None:
-        self.log = TranscriptLog(path)
+    def __init__(self, target: str | Path, segments: list[SegmentInput]) -> None:
+        self.log = open_log(target)
         self.log.append(MEETING, "file:sample", segments)
         self.log.close_meeting(MEETING)
-        self.search = TranscriptSearch(self.log, None)
+        self.search = open_search(self.log, None)
         self.digester = MeetingDigester(self.log, self.search, ExtractiveSummarizer())
         self.sources = PromptSources(self.search, self.digester.digest)
         self.extractive = Answerer(self.search, digests=self.digester.digest)
@@ -61,6 +64,8 @@ class Meeting:
     def close(self) -> None:
         for answerer in self.made:
             answerer.close()
+        if hasattr(self.search, "close"):  # PostgreSQL's search holds a connection pool
+            self.search.close()
         self.log.close()
 
     def text_of(self, segment_id: str) -> str:
@@ -68,8 +73,8 @@ class Meeting:
 
 
 @pytest.fixture
-def meeting(tmp_path: Path, sample_segments: list[SegmentInput]) -> Iterator[Meeting]:
-    m = Meeting(tmp_path / "log.db", sample_segments)
+def meeting(tmp_path: Path, sample_segments: list[SegmentInput], cloud_backend: str | None) -> Iterator[Meeting]:
+    m = Meeting(cloud_backend or tmp_path / "log.db", sample_segments)
     yield m
     m.close()
 

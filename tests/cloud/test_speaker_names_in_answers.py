@@ -1,12 +1,15 @@
 """Quotes, citations and exports name a speaker label by the meeting's speaker map, against `meetmem serve`
-on a loopback port: `speaker` stays the transcript's label and `speaker_name` is added beside it; the
-documents (subtitles, minutes) state only a name a user set, the JSON carries suggestions too."""
+on a loopback port, on each store: `speaker` stays the transcript's label and `speaker_name` is added beside
+it; the documents (subtitles, minutes) state only a name a user set, the JSON carries suggestions too."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from meetmem.cloud.speaker_names import named_quotes
+
+#: `server` runs on a SQLite file and on a PostgreSQL database.
+BACKENDS = ("sqlite", "postgres")
 
 MEETING = "casing-names"
 LINES = [
