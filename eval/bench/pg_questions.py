@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from meetmem.eval.harness import BenchPostgres
+
 TENANT = "bench"
 MEETING = "sample-x"
 
@@ -106,7 +108,6 @@ def main(argv: list[str] | None = None) -> int:
     from meetmem.store.pg import migrate
     from meetmem.store.pg.log import PgTranscriptLog
     from meetmem.store.pg.meeting_search import PgTranscriptSearch
-    from meetmem.store.pg.server import LocalPostgres
     from meetmem.store.records import SegmentInput
 
     data = resources.files("meetmem.demo_data")
@@ -119,14 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                 for r in range(args.repeat) for i, s in enumerate(sample)]
 
     work = Path(tempfile.mkdtemp(prefix="meetmem-bench-pgq-"))
-    server = None
-    if args.database:
-        base = args.database.rsplit("/", 1)[0]
-        admin = f"{base}/postgres"
-    else:
-        server = LocalPostgres(work / "pgdata", durable=False)
-        admin = server.start()
-        base = admin.rsplit("/", 1)[0]
+    server = BenchPostgres(args.database, work / "pgdata", durable=False)
+    base, admin = server.base, server.admin
     try:
         model = load_embedder("minilm", threads=1)
         model.encode(["warm-up"])
@@ -155,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(out))
     finally:
-        if server is not None:
-            server.remove()
+        server.remove()
     return 0
 
 

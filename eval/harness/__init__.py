@@ -2,6 +2,7 @@
 
 - measurement (`measure`): latency percentiles, stopwatches and clocks, memory and database size;
 - the run's record (`run_info`): the machine, library versions and the checkout a figure was measured on;
+- the PostgreSQL a run uses (`postgres`): a given server, or the bundled one started for the run;
 - Markdown tables (`md_table`) and speech-recognition scoring (`asr_scoring`: WER/CER, term hits);
 - the benchmark commands' plumbing (`runs`): the tune/report halves, the data error and its CLI guard, the
   run clock, bootstrap intervals, code digests, the search options a retrieval run compares, progress notes.
@@ -21,6 +22,7 @@ from .measure import (
     rate,
     reset_peak_rss,
 )
+from .postgres import BenchPostgres
 from .run_info import ROOT, STORE_DISTRIBUTIONS, checkout, machine_info, versions
 from .runs import (
     BOOTSTRAP_ROUNDS,
@@ -51,7 +53,8 @@ from .runs import (
 )
 
 __all__ = [
-    "BOOTSTRAP_ROUNDS", "DEFAULT_CONVEX_WEIGHTS", "PARTS", "ROOT", "STORE_DISTRIBUTIONS", "BenchDataError", "Clock",
+    "BOOTSTRAP_ROUNDS", "DEFAULT_CONVEX_WEIGHTS", "PARTS", "ROOT", "STORE_DISTRIBUTIONS", "BenchDataError",
+    "BenchPostgres", "Clock",
     "RunClock", "SharedVectorEmbedder", "Stopwatch", "base_options", "bench_embedder", "bootstrap_ratio", "checkout",
     "code_fingerprint", "code_report", "convex_name", "convex_options", "db_bytes", "default_configuration",
     "dev_part", "edit_distance", "error_rate", "fusion_options", "guarded", "hms", "hours_arg", "in_part", "latency",
