@@ -171,15 +171,29 @@ def run_worker(url: str, work: JobWork, options: WorkerOptions | None = None) ->
     asyncio.run(_work(app, opts))
 
 
+#: Seconds a worker that lost the database waits before it connects again.
+RECONNECT_PAUSE = 2.0
+
+
 async def _work(app: Any, opts: WorkerOptions) -> None:
-    async with app.open_async():
-        rescue = asyncio.create_task(_rescue_stalled(app, opts))
+    """Run jobs until a signal stops the worker; when the database goes away under it (a restart, a
+    failover), connect again once it is back instead of exiting: the job it held is put back by the
+    stalled-job rescue or retried."""
+    while True:
         try:
-            await app.run_worker_async(queues=[QUEUE], concurrency=opts.concurrency, name="meetmem-worker",
-                                       update_heartbeat_interval=opts.heartbeat,
-                                       stalled_worker_timeout=opts.stalled_after, install_signal_handlers=True)
-        finally:
-            rescue.cancel()
+            async with app.open_async():
+                rescue = asyncio.create_task(_rescue_stalled(app, opts))
+                try:
+                    await app.run_worker_async(queues=[QUEUE], concurrency=opts.concurrency,
+                                               name="meetmem-worker", update_heartbeat_interval=opts.heartbeat,
+                                               stalled_worker_timeout=opts.stalled_after,
+                                               install_signal_handlers=True)
+                    return  # stopped by SIGINT/SIGTERM
+                finally:
+                    rescue.cancel()
+        except Exception as exc:  # psycopg's OperationalError or procrastinate's ConnectorException
+            log.warning("the worker lost the database (%s); connecting again in %.0f s", exc, RECONNECT_PAUSE)
+            await asyncio.sleep(RECONNECT_PAUSE)
 
 
 async def _rescue_stalled(app: Any, opts: WorkerOptions) -> None:

@@ -58,7 +58,7 @@ def test_postgres_restarted_under_load_answers_503_then_recovers_by_itself(tmp_p
     assert "send the request again after 2 s" in example and "PostgreSQL is running" in example
     assert "127.0.0.1" not in example  # the database's address is the operator's business, not the client's
     # Recovered without a restart of any meetmem process.
-    assert report["processes_alive"] == 3
+    assert report["processes_alive"] == 3, report["processes_dead"]
     assert report["after_restart"] == {"api_1_ask": 200, "api_1_healthz": 200, "api_2_ask": 200,
                                        "api_2_healthz": 200, "session_after": 200}
     assert report["session_before"] == 200
