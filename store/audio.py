@@ -187,6 +187,18 @@ def check_chunk_place(chunk_seq: int, start: float) -> None:
         raise InvalidAudio(f"start must be a number of seconds, 0 or more, got {start}")
 
 
+def keep_decision(rows: Iterable[tuple], meeting_id: str, default_keep: bool) -> tuple[bool, str]:
+    """Whether audio is kept, and which setting decided it, from the tenant's `audio_policy` rows
+    `(meeting_id, keep)` for this meeting and for the tenant (`''`): the meeting's, else the tenant's, else the
+    service's default."""
+    by_scope = {r[0]: bool(r[1]) for r in rows}
+    if meeting_id in by_scope:
+        return by_scope[meeting_id], "meeting"
+    if "" in by_scope:
+        return by_scope[""], "tenant"
+    return default_keep, "service"
+
+
 class AudioStore:
     """The audio of every meeting in one database: chunk files beside it, their rows in it.
 
@@ -234,12 +246,7 @@ class AudioStore:
         """Whether uploaded audio is kept for this meeting, and which setting decided it."""
         rows = self.log.read("SELECT meeting_id, keep FROM audio_policy WHERE tenant = ? AND meeting_id IN (?, '')",
                              (tenant, meeting_id))
-        by_scope = {r[0]: bool(r[1]) for r in rows}
-        if meeting_id in by_scope:
-            return by_scope[meeting_id], "meeting"
-        if "" in by_scope:
-            return by_scope[""], "tenant"
-        return self.default_keep, "service"
+        return keep_decision(rows, meeting_id, self.default_keep)
 
     # -- chunks -------------------------------------------------------------------------------------------
     def _file(self, sha256: str) -> Path:

@@ -25,6 +25,7 @@ from ..audio import (
     AudioChunk,
     Renderer,
     check_chunk_place,
+    keep_decision,
     ogg_info,
     render_key,
 )
@@ -76,12 +77,7 @@ class PgAudioStore:
         """Whether uploaded audio is kept for this meeting, and which setting decided it."""
         rows = self.log._rows("SELECT meeting_id, keep FROM audio_policy WHERE tenant = %s AND meeting_id IN (%s, '')",
                               (tenant, meeting_id), tenant=tenant)
-        by_scope = {r[0]: bool(r[1]) for r in rows}
-        if meeting_id in by_scope:
-            return by_scope[meeting_id], "meeting"
-        if "" in by_scope:
-            return by_scope[""], "tenant"
-        return self.default_keep, "service"
+        return keep_decision(rows, meeting_id, self.default_keep)
 
     def policies(self) -> list[tuple[str, str | None, bool, str]]:
         """Every setting of every tenant: `(tenant, meeting_id or None for the tenant's, keep, set_at)`."""
