@@ -26,8 +26,10 @@ from .asr import ASR, TranscriptPiece
 from .cleaning import FillerCleaner
 from .language import LanguageOptions, LanguagePolicy
 from .outbox import Outbox, OutboxSegment
+from .packing import pack_size, packed_seconds, transcribe_packed
 from .partials import Partial, PartialCaption
 from .speakers import SpeakerTracker
+from .turns import TurnCutter
 from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 
 log = logging.getLogger(__name__)
@@ -40,10 +42,6 @@ PARTIAL_DUTY = 0.5
 #: No partial pass starts once the speaker has paused this long: the utterance is likely to end within the
 #: VAD's `min_silence_ms`, its final is then due, and a pass started now would only hold it back.
 PARTIAL_QUIET_MS = 240
-#: Silence put between packed utterances (as long as the VAD's default pause), and how far a recognised
-#: piece may reach into a second utterance before the pack is transcribed utterance by utterance instead.
-PACK_GAP = 0.6
-PACK_STRADDLE = 0.3
 #: Live input: once a pause has lasted this long, the utterance it will close is transcribed already (a
 #: speculative final), while the VAD waits out the rest of its `min_silence_ms` (600 ms) before closing it.
 #: When the pause does close it, the segment is stored the moment the VAD emits it, its words already
@@ -174,7 +172,7 @@ class CaptureAgent:
         self.partials = partials
         self.on_partial = on_partial
         self.speakers = speakers
-        self._turn_labels: dict[tuple[int, int], str] = {}  # a flush's speaker turns' labels, by their samples
+        self.turns = TurnCutter(speakers) if speakers is not None else None
         # The utterance in progress (reader thread's): its first sample, its audio, its trailing silence (ms).
         self._speaking: tuple[int, np.ndarray, int] | None = None
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
@@ -220,7 +218,7 @@ class CaptureAgent:
         for chunk in heard:
             for utterance in vad.feed(chunk):
                 waiting.append(utterance)
-                if sum(u.duration + PACK_GAP for u in waiting) > pack:
+                if packed_seconds(waiting) > pack:
                     self._flush(waiting[:-1] if len(waiting) > 1 and pack else waiting, base, source)
                     waiting = waiting[-1:] if len(waiting) > 1 and pack else []
             status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
@@ -228,9 +226,7 @@ class CaptureAgent:
                 self.on_status(status)
         waiting.extend(vad.finish())
         while waiting:
-            take = 1
-            while take < len(waiting) and sum(u.duration + PACK_GAP for u in waiting[: take + 1]) <= pack:
-                take += 1
+            take = pack_size(waiting, pack)
             self._flush(waiting[:take], base, source)
             waiting = waiting[take:]
         status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
@@ -302,10 +298,7 @@ class CaptureAgent:
             if backlog:
                 self._final_until = backlog[-1].end_sample
             while backlog:
-                take = 1
-                while not self._speculated_for(backlog[0]) and take < len(backlog) and \
-                        sum(u.duration + PACK_GAP for u in backlog[: take + 1]) <= self.options.pack_seconds:
-                    take += 1
+                take = 1 if self._speculated_for(backlog[0]) else pack_size(backlog, self.options.pack_seconds)
                 self._flush(backlog[:take], offset, source)
                 backlog = backlog[take:]
             if self.on_status is not None:
@@ -399,65 +392,21 @@ class CaptureAgent:
         """Transcribe utterances (packed into one call when there are several) and store them in order."""
         if not utterances:
             return
-        utterances = self._by_speaker(utterances)
+        if self.turns is not None:
+            utterances = self.turns.cut(utterances)
+            self.status.speaker_turns_split = self.turns.splits
         if len(utterances) == 1:
             self._store(utterances[0], offset, source)
             return
-        for group, pieces in self._transcribe_packed(utterances, offset):
-            turns = self._across_voice_change(group, utterances)
+        groups, merged = transcribe_packed(utterances, lambda audio, at: self._recognise(audio, offset + at, 0.0))
+        self.status.merged += merged
+        for group, pieces in groups:
+            turns = self.turns.across_voice_change(group, utterances) if self.turns is not None else None
             if turns:  # Whisper ran two speakers' turns together: each is recognised alone instead
                 for turn in turns:
                     self._store(turn, offset, source)
                 continue
             self._store(group, offset, source, pieces=pieces)
-
-    def _transcribe_packed(self, utterances: list[Utterance],
-                           offset: float) -> list[tuple[Utterance, list[TranscriptPiece]]]:
-        """One Whisper call for several utterances; each recognised piece goes to the utterance it overlaps.
-
-        Utterances a piece straddles (Whisper ran two together across the pause) become one utterance, from
-        the first one's start to the last one's end, holding both: transcribing them again alone would
-        cost a whole Whisper window each, and no utterance's words end up with another's times.
-        """
-        gap = np.zeros(int(PACK_GAP * SAMPLE_RATE), dtype=np.float32)
-        parts: list[np.ndarray] = []
-        spans: list[tuple[float, float]] = []
-        at = 0.0
-        for utterance in utterances:
-            if parts:
-                parts.append(gap)
-                at += PACK_GAP
-            spans.append((at, at + utterance.duration))
-            parts.append(np.asarray(utterance.audio, dtype=np.float32))
-            at += utterance.duration
-        pieces = self._recognise(np.concatenate(parts), offset + utterances[0].start, 0.0)
-        assigned: list[list[TranscriptPiece]] = [[] for _ in utterances]
-        joined = [False] * len(utterances)  # joined[i]: utterance i is stored with utterance i - 1
-        for piece in pieces:
-            overlaps = [max(0.0, min(piece.end, end) - max(piece.start, start)) for start, end in spans]
-            reached = [i for i, overlap in enumerate(overlaps) if overlap > PACK_STRADDLE]
-            for i in range(min(reached, default=0) + 1, max(reached, default=0) + 1):
-                joined[i] = True
-            if any(overlaps):
-                target = max(range(len(spans)), key=lambda i: overlaps[i])
-            else:  # a piece timed inside a pause: the nearest utterance
-                middle = (piece.start + piece.end) / 2
-                target = min(range(len(spans)), key=lambda i: abs((spans[i][0] + spans[i][1]) / 2 - middle))
-            assigned[target].append(piece)
-        groups: list[tuple[list[Utterance], list[TranscriptPiece]]] = []
-        for utterance, bucket, with_previous in zip(utterances, assigned, joined, strict=True):
-            if with_previous and groups:
-                groups[-1][0].append(utterance)
-                groups[-1][1].extend(bucket)
-            else:
-                groups.append(([utterance], list(bucket)))
-        merged = len(utterances) - len(groups)
-        if merged:
-            self.status.merged += merged
-            log.debug("%d of %d packed utterances ran together; stored with the one before", merged, len(spans))
-        # Piece times stay the packed call's: a segment's times are its utterances' (the VAD's, sample-exact).
-        return [(members[0] if len(members) == 1 else _joined(members), sorted(bucket, key=lambda p: p.start))
-                for members, bucket in groups]
 
     def _store(self, utterance: Utterance, offset: float, source: str,
                pieces: list[TranscriptPiece] | None = None) -> None:
@@ -490,51 +439,10 @@ class CaptureAgent:
         if self.on_segment is not None:
             self.on_segment(stored)
 
-
     def _speaker(self, utterance: Utterance) -> str | None:
-        if self.speakers is None or utterance.audio.size == 0:
+        if self.turns is None or utterance.audio.size == 0:
             return self.options.speaker
-        label = self._turn_labels.pop((utterance.start_sample, utterance.end_sample), None)
-        return label if label is not None else self.speakers.label(utterance.audio)
-
-    # -- speaker turns: one utterance holding two voices becomes two segments, before recognition ---------
-
-    def _by_speaker(self, utterances: list[Utterance]) -> list[Utterance]:
-        """The utterances cut where the voice changes inside them (`speakers.speaker_turns`), each turn
-        labelled as it is found (in order, so a file's pack is cut with the voices heard before each of its
-        utterances). The turns are recognised as utterances of their own, so each segment's words and times
-        are its speaker's; nothing stored is ever rewritten."""
-        self._turn_labels.clear()  # a flush labels its own turns; a group Whisper joined is labelled again
-        if self.speakers is None:
-            return utterances
-        return [turn for utterance in utterances for turn in self._speaker_turns(utterance)]
-
-    @staticmethod
-    def _across_voice_change(group: Utterance, utterances: list[Utterance]) -> list[Utterance] | None:
-        """The utterances a packed group holds when two of them are turns of one cut (one ends where the next
-        starts: the VAD's own utterances always have a pause between them), else None."""
-        members = [u for u in utterances if group.start_sample <= u.start_sample and u.end_sample <= group.end_sample]
-        if any(a.end_sample == b.start_sample for a, b in zip(members, members[1:], strict=False)):
-            return members
-        return None
-
-    def _speaker_turns(self, utterance: Utterance) -> list[Utterance]:
-        if utterance.audio.size == 0:
-            return [utterance]
-        turns = self.speakers.turns(utterance.audio)
-        parts = [utterance] if len(turns) == 1 else [
-            dataclasses.replace(utterance, start_sample=utterance.start_sample + turn.start,
-                                end_sample=utterance.start_sample + turn.end,
-                                audio=utterance.audio[turn.start:turn.end],
-                                forced=utterance.forced and turn is turns[-1])
-            for turn in turns]
-        for part, turn in zip(parts, turns, strict=True):
-            self.speakers.utterances += 1
-            self._turn_labels[(part.start_sample, part.end_sample)] = self.speakers.assign(turn.embedding,
-                                                                                           part.duration)
-        if len(parts) > 1:
-            self.status.speaker_turns_split += 1
-        return parts
+        return self.turns.label(utterance)
 
 
 def _tee(chunks: Iterable[np.ndarray], start: float,
@@ -545,19 +453,13 @@ def _tee(chunks: Iterable[np.ndarray], start: float,
         keep(chunk, position)
         position += len(chunk) / SAMPLE_RATE
         yield chunk
+
+
 @dataclass(frozen=True, slots=True)
 class _Speculation:
     """The reader's word that an utterance is about to close (`VADSegmenter.closing_candidate`)."""
 
     utterance: Utterance
-
-
-def _joined(utterances: list[Utterance]) -> Utterance:
-    """Consecutive utterances as one, from the first one's start to the last one's end (its audio, the
-    utterances' own back to back, is kept for the speaker label: the packed call already recognised it)."""
-    first, last = utterances[0], utterances[-1]
-    return Utterance(first.start_sample, last.end_sample, np.concatenate([u.audio for u in utterances]),
-                     first.wall_clock_anchor, last.forced, first.sample_rate)
 
 
 def _skip(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:
