@@ -106,6 +106,10 @@ class ASROptions:
             pass over a few seconds of speech about three times cheaper with much the same words (whisper.cpp
             calls it the audio context); shorter contexts make Whisper loop. For partial captions, which the
             final segment replaces, not for finals.
+        workers: calls the model runs at once (CTranslate2's `inter_threads`, faster-whisper's `num_workers`),
+            each on `cpu_threads` threads. The replicas share the weights (CTranslate2 loads a model once per
+            device); each has its own working buffers. 2 lets partial captions run alongside a final on the
+            same loaded model instead of waiting for it; 1 queues concurrent calls.
     """
 
     model: str = "base"
@@ -121,12 +125,13 @@ class ASROptions:
     temperatures: tuple[float, ...] = (0.0,)
     compute_type: str = "int8"
     audio_context_s: float | None = None
+    workers: int = 1
 
     def __post_init__(self) -> None:
         if self.glossary_as not in ("hotwords", "prompt"):
             raise ValueError(f"glossary_as must be 'hotwords' or 'prompt', not {self.glossary_as!r}")
-        if self.cpu_threads < 1 or self.beam_size < 1:
-            raise ValueError("cpu_threads and beam_size must be at least 1")
+        if self.cpu_threads < 1 or self.beam_size < 1 or self.workers < 1:
+            raise ValueError("cpu_threads, beam_size and workers must be at least 1")
         if self.audio_context_s is not None and not 1.0 <= self.audio_context_s <= 30.0:
             raise ValueError(f"audio_context_s must be between 1 and 30 seconds, not {self.audio_context_s:g}")
 
@@ -176,7 +181,8 @@ class WhisperASR:
         folder = model_dir or whisper_model_dir(self.options.model, cache_dir=self.options.cache_dir)
         try:
             self._model = WhisperModel(os.fspath(folder), device="cpu", compute_type=self.options.compute_type,
-                                       cpu_threads=self.options.cpu_threads, local_files_only=True)
+                                       cpu_threads=self.options.cpu_threads, num_workers=self.options.workers,
+                                       local_files_only=True)
         except (RuntimeError, ValueError, OSError) as exc:
             raise ModelUnavailable(self.options.model, f"cannot load the model from {folder} ({exc})") from exc
         self.model_dir = os.fspath(folder)
@@ -190,15 +196,26 @@ class WhisperASR:
                 raise ModelUnavailable("opencc", "Chinese conversion (opencc-python-reimplemented) is not "
                                                  "installed") from exc
             self._to_simplified = OpenCC("t2s").convert
-        logger.info("loaded Whisper %s from %s (%s, %d thread(s), beam %d)", self.options.model, folder,
-                    self.options.compute_type, self.options.cpu_threads, self.options.beam_size)
+        logger.info("loaded Whisper %s from %s (%s, %d thread(s) x %d worker(s), beam %d)", self.options.model,
+                    folder, self.options.compute_type, self.options.cpu_threads, self.options.workers,
+                    self.options.beam_size)
 
     def with_options(self, **changes: Any) -> WhisperASR:
         """The same loaded model decoding with other options (`audio_context_s` for partial captions on the
-        finals' model): no second copy of the weights."""
+        finals' model): no second copy of the weights. Loading options (`model`, `cpu_threads`, `workers`,
+        `compute_type`) belong to the loaded model and cannot change here."""
+        fixed = sorted(k for k in ("model", "cache_dir", "cpu_threads", "workers", "compute_type")
+                       if k in changes and changes[k] != getattr(self.options, k))
+        if fixed:
+            raise ValueError(f"{', '.join(fixed)} cannot change on a loaded model: load another WhisperASR")
         clone = copy.copy(self)
         clone.options = dataclasses.replace(self.options, **changes)
         return clone
+
+    @property
+    def parallel_calls(self) -> int:
+        """How many calls the loaded model runs at once (`ASROptions.workers`)."""
+        return self.options.workers
 
     def use_greedy(self) -> bool:
         """Decode with beam 1 from now on (a step the capture takes when it falls behind); True when the beam
