@@ -35,9 +35,10 @@ from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 log = logging.getLogger(__name__)
 
 _CJK = ("\u3400", "\u9fff")
-#: At most this share of the recogniser thread's time goes to partial captions: after a pass of d seconds
-#: the next waits d * (1 / PARTIAL_DUTY - 1) seconds, so on a slow or busy board the partials thin out
-#: instead of holding back the finals behind them.
+#: At most this share of the recogniser's time goes to partial captions once an utterance's first words are
+#: shown: after a pass of d seconds the next waits d * (1 / PARTIAL_DUTY - 1) seconds, so on a slow or busy
+#: board the partials thin out instead of holding back the finals behind them. Before that, the pass that
+#: may confirm the first words (two passes must agree) follows at once: one more pass per utterance at most.
 PARTIAL_DUTY = 0.5
 #: No partial pass starts once the speaker has paused this long: the utterance is likely to end within the
 #: VAD's `min_silence_ms`, its final is then due, and a pass started now would only hold it back.
@@ -100,6 +101,8 @@ class CaptureStatus:
     degradations: list[dict[str, object]] = field(default_factory=list)  # steps taken under load, in order
     partial_passes: int = 0  # partial-caption passes run (live only)
     partial_time: float = 0.0  # seconds spent in them
+    partial_passes_alongside: int = 0  # of which began while a final was being transcribed
+    partial_errors: int = 0  # passes that raised (logged; a failed pass never stops the capture)
     speaker_turns_split: int = 0  # utterances cut in two (or more) where the voice changed inside them
     speculations: int = 0  # live: utterances transcribed before the VAD closed them (speculative finals)
     speculations_used: int = 0  # of which the VAD then closed exactly there, their words stored as decoded
@@ -147,7 +150,9 @@ class CaptureAgent:
         on_segment: called after each segment is stored (the uploader's `notify`).
         on_status: called with the running status after each chunk of audio.
         partials: live input only: the partial-caption policy (with its recogniser) run on the utterance in
-            progress whenever no final is waiting; None: no partial captions.
+            progress, on a thread of its own. When its recogniser runs two calls at once
+            (`ASROptions.workers`), passes run alongside the finals; otherwise only while no final is being
+            transcribed. None: no partial captions.
         on_partial: called with each partial caption that confirmed new words (times in meeting seconds).
         speakers: labels each segment by its voice (`speakers.SpeakerTracker`); None: every segment gets
             `options.speaker`.
@@ -177,6 +182,10 @@ class CaptureAgent:
         self._speaking: tuple[int, np.ndarray, int] | None = None
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
         self._partial_rest_until = 0.0  # monotonic time before which no partial pass starts (PARTIAL_DUTY)
+        self._finals_busy = False  # the finals' thread is transcribing (or about to) a final or a speculation
+        self._heard_more = threading.Event()  # the reader's word to the partials' thread: new audio
+        # Passes alongside the finals: the partials' recogniser runs two calls at once; off after the step down.
+        self._partials_alongside = partials is not None and getattr(partials.asr, "parallel_calls", 1) > 1
         # Speculative finals: the reader's current closing candidate (start, end samples), and the words of
         # the latest one transcribed.
         self._closing: tuple[int, int] | None = None
@@ -242,8 +251,9 @@ class CaptureAgent:
         end (dense talk on a slow board), the backlog goes into one packed call instead of one call each,
         so a queue does not grow by a whole Whisper window per utterance. Once a pause has lasted
         `speculate_after_ms`, the utterance it will close is transcribed before the VAD closes it, and stored
-        the moment it does. With partial captions on, the utterance in progress is re-transcribed whenever no
-        final is waiting, so a final waits for at most one partial pass.
+        the moment it does. With partial captions on, the utterance in progress is re-transcribed on a
+        thread of its own (`_partial_loop`): this thread never waits for a pass to start; with a recogniser that
+        runs one call at a time, a final can wait for the one pass in flight.
         """
         found: queue.Queue[Utterance | _Speculation | BaseException | None] = queue.Queue()
         status = self.status
@@ -260,6 +270,7 @@ class CaptureAgent:
                         speaking = vad.in_progress()
                         # One reference swap: read by the other thread.
                         self._speaking = None if speaking is None else (*speaking, vad.trailing_silence_ms)
+                        self._heard_more.set()
                     if speculate is not None:
                         candidate = vad.closing_candidate(speculate)
                         self._closing = None if candidate is None else (candidate.start_sample, candidate.end_sample)
@@ -276,15 +287,26 @@ class CaptureAgent:
 
         reader = threading.Thread(target=read, name="meetmem-capture", daemon=True)
         reader.start()
+        captions = self._start_partials(offset)
+        try:
+            self._transcribe_live(found, offset, source)
+        finally:
+            if captions is not None:
+                captions[1].set()
+                self._heard_more.set()
+                captions[0].join()
+        reader.join()
+
+    def _transcribe_live(self, found: queue.Queue[Utterance | _Speculation | BaseException | None], offset: float,
+                         source: str) -> None:
+        """The finals' side of `_run_live`: what the reader found, transcribed and stored."""
+        status = self.status
         ended = False
-        cadence = self.partials.options.cadence_s / 4 if self.partials is not None else None
         pending: _Speculation | None = None  # the newest speculation not yet transcribed
         while not ended:
-            try:
-                items: list[Utterance | _Speculation | BaseException | None] = [found.get(timeout=cadence)]
-            except queue.Empty:
-                self._partial_pass(offset)
-                continue
+            self._finals_busy = False
+            items: list[Utterance | _Speculation | BaseException | None] = [found.get()]
+            self._finals_busy = True
             while True:
                 try:
                     items.append(found.get_nowait())
@@ -311,9 +333,33 @@ class CaptureAgent:
                 if candidate.start_sample >= self._final_until and \
                         self._closing == (candidate.start_sample, candidate.end_sample):
                     self._speculate(candidate, offset)
-            if not ended and found.empty():
+        self._finals_busy = False
+
+    def _start_partials(self, offset: float) -> tuple[threading.Thread, threading.Event] | None:
+        """The partial captions' thread (`_partial_loop`), started; None without partial captions."""
+        if self.partials is None:
+            return None
+        stop = threading.Event()
+        thread = threading.Thread(target=self._partial_loop, args=(offset, stop), name="meetmem-partial-passes",
+                                  daemon=True)
+        thread.start()
+        return thread, stop
+
+    def _partial_loop(self, offset: float, stop: threading.Event) -> None:
+        """Partial passes as audio comes, until `stop`. A pass that raises is logged and counted; the capture
+        goes on (the final segment still comes)."""
+        while not stop.is_set():
+            self._heard_more.wait(timeout=0.1)
+            self._heard_more.clear()
+            rest = self._partial_rest_until - time.monotonic()
+            if rest > 0:
+                stop.wait(rest)
+                continue
+            try:
                 self._partial_pass(offset)
-        reader.join()
+            except Exception:
+                self.status.partial_errors += 1
+                log.warning("a partial-caption pass failed", exc_info=True)
 
     def _speculate(self, utterance: Utterance, offset: float) -> None:
         """Transcribe an utterance the VAD is about to close (`CaptureOptions.speculate_after_ms`)."""
@@ -333,6 +379,9 @@ class CaptureAgent:
             return
         if time.monotonic() < self._partial_rest_until or speaking[2] >= PARTIAL_QUIET_MS:
             return
+        alongside = self._finals_busy
+        if alongside and not self._partials_alongside:
+            return  # one call at a time: the final first
         start, audio, _ = speaking
         if self.partials.language is None and self.languages.language is not None:
             self.partials.language = self.languages.language  # the finals' detected language
@@ -343,8 +392,12 @@ class CaptureAgent:
             return
         took = time.perf_counter() - began
         self.status.partial_passes += 1
+        self.status.partial_passes_alongside += alongside
         self.status.partial_time += took
-        self._partial_rest_until = time.monotonic() + took * (1 / PARTIAL_DUTY - 1)
+        # Until the first words are confirmed, the pass that may confirm them follows at once (on the first two
+        # passes of an utterance: a third means Whisper's guesses differ, and the rest applies again).
+        if partial.text or self.partials.utterance_passes > 2:
+            self._partial_rest_until = time.monotonic() + took * (1 / PARTIAL_DUTY - 1)
         if partial.new_words and self.on_partial is not None:
             self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
                                                 heard_until=round(offset + partial.heard_until, 3)))
@@ -355,7 +408,9 @@ class CaptureAgent:
         Two or more utterances waiting at once (the end of the input aside) means speech ends faster than
         it is transcribed. The steps, in order, each taken once and reported in `status.degradations`: the
         language is no longer detected again (one encoder pass less per call), then beam search falls back
-        to greedy decoding. Audio is never dropped: the backlog goes into packed calls.
+        to greedy decoding (when it was wider), then partial captions step down: their smaller model when
+        one was given, else half as many passes, and none alongside a final any more. Audio is never
+        dropped: the backlog goes into packed calls.
         """
         status = self.status
         waiting_s = sum(u.duration for u in backlog)
@@ -374,6 +429,12 @@ class CaptureAgent:
         if greedy is not None and greedy():
             status.degradations.append({"step": "beam 1", "at_s": at, "backlog": len(backlog)})
             log.info("behind by %d utterances: greedy decoding from now on", len(backlog))
+            return
+        stepped = self.partials.step_down() if self.partials is not None else None
+        if stepped is not None:
+            self._partials_alongside = False
+            status.degradations.append({"step": "partials: " + stepped, "at_s": at, "backlog": len(backlog)})
+            log.info("behind by %d utterances: partial captions %s, only between finals", len(backlog), stepped)
 
     def _recognise(self, audio: np.ndarray, at: float, offset: float) -> list[TranscriptPiece]:
         """One recogniser call, in the language the policy gives for meeting time `at`."""

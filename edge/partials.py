@@ -16,6 +16,7 @@ recogniser is the `ASR` seam (on a small board, a smaller model than the finals'
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,21 +115,42 @@ class PartialCaption:
         options: the cadence.
         language: the language to decode in (None: the recogniser detects it).
         glossary: names and terms to spell right.
+        smaller: a smaller recogniser to step down to when the finals fall behind (`step_down`); None: the
+            step down makes passes half as frequent instead (a second model costs memory the edge may not
+            have: tiny.en beside base peaks above the 450 MB budget).
     """
 
     def __init__(self, asr: ASR, options: PartialOptions | None = None, *, language: str | None = None,
-                 glossary: Sequence[str] = ()) -> None:
+                 glossary: Sequence[str] = (), smaller: ASR | None = None) -> None:
         self.asr = asr
         self.options = options or PartialOptions()
         self.language = language
         self.glossary = tuple(glossary)
+        self.smaller = smaller
+        self.stepped_down: str | None = None
         self.passes = 0
         self._reset(0)
+
+    def step_down(self) -> str | None:
+        """Cheaper passes from now on, as the capture's last degradation step when finals fall behind: the
+        smaller recogniser when there is one, else the cadences doubled. Returns what was done (None: it
+        had been done already)."""
+        if self.stepped_down is not None:
+            return None
+        if self.smaller is not None:
+            self.asr, self.smaller = self.smaller, None
+            self.stepped_down = "smaller model"
+        else:
+            self.options = dataclasses.replace(self.options, cadence_s=2 * self.options.cadence_s,
+                                               first_cadence_s=2 * self.options.first_cadence_s)
+            self.stepped_down = "half as often"
+        return self.stepped_down
 
     def _reset(self, start_sample: int) -> None:
         self._start = start_sample
         self._audio = np.zeros(0, dtype=np.float32)
         self._heard = 0  # samples of the utterance the last pass heard
+        self.utterance_passes = 0  # passes on this utterance so far
         self._previous: list[str] = []  # the last pass's words after the confirmed ones
         self._confirmed: list[str] = []
 
@@ -163,6 +185,7 @@ class PartialCaption:
         self._heard = len(self._audio)
         pieces = self.asr.transcribe(audio, language=self.language, glossary=self.glossary)
         self.passes += 1
+        self.utterance_passes += 1
         words = " ".join(p.text.strip() for p in pieces).split()
         continuation = words[resume_at(self._confirmed, words):]
         agreed = agreed_prefix(self._previous, continuation)

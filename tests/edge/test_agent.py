@@ -158,6 +158,34 @@ def test_falling_behind_takes_the_degradation_steps_in_order_and_reports_them(tm
     assert agent.status.backlog_max == 2 and agent.status.backlog_max_s == 2.0
 
 
+def test_the_last_degradation_step_makes_partial_captions_cheaper_and_reports_it(tiny_asr: Any,
+                                                                                 tmp_path: Path) -> None:
+    """After the language is fixed (and the beam is already 1), partials step down: to their smaller model when
+    one was given, else half as many passes; either way none alongside a final any more."""
+    from meetmem.edge.asr import ASROptions, WhisperASR
+    from meetmem.edge.partials import PartialCaption, PartialOptions
+    from meetmem.edge.vad import Utterance
+
+    second = np.zeros(16000, dtype=np.float32)
+    waiting = [Utterance(0, 16000, second), Utterance(32000, 48000, second)]
+    two_calls = WhisperASR(ASROptions(model="tiny.en", cpu_threads=1, workers=2))
+    for smaller, step in ((None, "partials: half as often"), (tiny_asr, "partials: smaller model")):
+        caption = PartialCaption(two_calls, PartialOptions(cadence_s=0.4, first_cadence_s=0.2), smaller=smaller)
+        with Outbox(tmp_path / f"{step}.db") as outbox:
+            agent = CaptureAgent(two_calls, outbox, CaptureOptions(meeting_id="m"), partials=caption)
+            assert agent._partials_alongside
+            agent.languages.observe(None, "en", 0.0, -0.2)
+            for _ in range(3):
+                agent._note_backlog(waiting, ended=False)
+        assert [d["step"] for d in agent.status.degradations] == ["language fixed", step]
+        assert agent.status.degradations[-1]["backlog"] == 2 and not agent._partials_alongside
+        if smaller is None:
+            assert caption.asr is two_calls
+            assert (caption.options.cadence_s, caption.options.first_cadence_s) == (0.8, 0.4)
+        else:
+            assert caption.asr is tiny_asr and caption.options.cadence_s == 0.4
+
+
 def _live_capture(asr: Any, samples: np.ndarray, outbox_path: Path, **options: Any) -> tuple[Any, list[Any]]:
     step = 1600  # 0.1 s chunks at speaking pace, as a microphone delivers them
     chunks = [samples[i : i + step] for i in range(0, len(samples), step)]
@@ -190,3 +218,78 @@ def test_a_final_transcribed_during_its_closing_pause_is_the_one_stored(tiny_asr
     assert status.speculations_used == 2 and status.speculations == 3  # the breath's speculation went unused
     assert plain_status.speculations == 0
     assert status.recogniser_calls == 3 and plain_status.recogniser_calls == 2
+
+
+class _Held:
+    """A real recogniser whose first call waits (deadline 60 s) until `until` is set again: a final held long
+    enough for the next utterance to be under way, as on a slow board."""
+
+    def __init__(self, asr: Any, until: Any) -> None:
+        self._asr, self._until, self.waited = asr, until, None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._asr, name)
+
+    def transcribe(self, samples: np.ndarray, **kwargs: Any) -> Any:
+        if self.waited is None:
+            self._until.clear()  # only a pass that begins from now on counts
+            self.waited = self._until.wait(timeout=60.0)
+        return self._asr.transcribe(samples, **kwargs)
+
+
+class _Noted:
+    """A real recogniser that says when a call begins."""
+
+    def __init__(self, asr: Any, began: Any) -> None:
+        self._asr, self._began = asr, began
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._asr, name)
+
+    def transcribe(self, samples: np.ndarray, **kwargs: Any) -> Any:
+        self._began.set()
+        return self._asr.transcribe(samples, **kwargs)
+
+
+def test_partial_passes_run_alongside_a_final_and_leave_the_finals_words_alone(make_speech: Callable[..., Any],
+                                                                              tmp_path: Path) -> None:
+    """With the model loaded for two calls at once, partial passes on the next utterance run while a final is
+    being transcribed (the final is held until one begins: with one call at a time none could), the stored
+    segments are word for word those of a capture without partials, and every caption extends the one before
+    with words two passes agreed on."""
+    import threading
+
+    from meetmem.edge.asr import ASROptions, WhisperASR
+    from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions
+
+    def trimmed(speech: Any) -> np.ndarray:
+        return speech.samples[int(speech.bounds[0] * 16000):int(speech.bounds[1] * 16000)]
+
+    def silence(seconds: float) -> np.ndarray:
+        return np.zeros(int(seconds * 16000), dtype=np.int16)
+
+    samples = np.concatenate([silence(0.3), trimmed(make_speech("The supplier wants the final order by Friday.")),
+                              silence(0.8), trimmed(make_speech("We decided to use the aluminium casing for the "
+                                                                "first batch of the prototypes.")), silence(1.0)])
+    asr = WhisperASR(ASROptions(model="tiny.en", cpu_threads=1, workers=2))
+    began = threading.Event()
+    held = _Held(asr, began)
+    caption = PartialCaption(_Noted(asr.with_options(audio_context_s=AUDIO_CONTEXT_S), began),
+                             PartialOptions(cadence_s=0.4), language="en")
+    captions: list[Any] = []
+    step = 1600
+    chunks = [samples[i : i + step] for i in range(0, len(samples), step)]
+    with Outbox(tmp_path / "a.db") as outbox:
+        agent = CaptureAgent(held, outbox, CaptureOptions(meeting_id="m", language="en"), partials=caption,
+                             on_partial=captions.append)
+        status = agent.run(audio.paced(chunks), source="live:mic", live=True)
+        stored = outbox.pending(100)
+    assert held.waited, "no partial pass began while the first final was being transcribed"
+    assert status.partial_passes_alongside >= 1 and status.partial_errors == 0
+    _, plain = _live_capture(asr, samples, tmp_path / "b.db")
+    assert [(s.start, s.end, s.text) for s in stored] == [(s.start, s.end, s.text) for s in plain]
+    assert len(stored) == 2 and "casing" in stored[1].text.lower()
+    assert captions and all(p.new_words > 0 for p in captions)
+    for before, after in zip(captions, captions[1:], strict=False):
+        if after.start == before.start:
+            assert after.text.split()[: len(before.text.split())] == before.text.split()
