@@ -179,44 +179,54 @@ def continuous_meeting(audio: Path, reference: list[dict[str, Any]], folder: Pat
 def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]], *,
                  chunks: Sequence[float] = (1.0,), embedder: str = "minilm", partials: bool = True,
                  continuous: bool = True, partial_models: Sequence[str] = ("tiny.en", "base"),
-                 without_speculation: bool = True) -> dict[str, Any]:
+                 without_speculation: bool = True, partials_alongside: bool = False) -> dict[str, Any]:
     """The meeting at speaking pace into a real cloud: once per chunk length (1 s is what `edge run
     --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions by tiny.en on;
     then, in 0.1 s chunks, with partials by each other model of `partial_models` (base: the finals' own
     model, no second one loaded), without partials (what they cost the finals), without partials nor
-    speculative finals (what speculation saves, in the same run), and the continuous-speech meeting."""
+    speculative finals (what speculation saves, in the same run), and the continuous-speech meeting.
+
+    Partials by the finals' own model take turns with the finals (one call at a time); `partials_alongside`
+    adds a column where that model is loaded with two workers sharing its weights, so passes run alongside
+    the finals (docs/BENCHMARKS.md "Issue 19: partial captions": +100 MB of peak RSS)."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-cloud-") as tmp:
         db = Path(tmp) / "cloud.db"
         token = create_token(db)
         cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
         first = partial_models[0] if partial_models else PARTIALS["model"]
-        # name, audio, reference, chunk seconds, partial model (None: off), speculative finals
-        runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool]] = [
-            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True) for chunk in chunks]
+        # name, audio, reference, chunk seconds, partial model (None: off), speculative finals, workers of the
+        # finals' model (2: partials by that model run alongside the finals)
+        runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool, int]] = [
+            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True, 1) for chunk in chunks]
         if partials:
-            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True)
+            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True, 1)
                      for model in partial_models[1:]]
-            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True))
+            if partials_alongside:
+                runs.append((f"chunks_{chunks[-1]:g}s_partials_base_alongside", audio, reference, chunks[-1], "base",
+                             True, 2))
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True, 1))
         if without_speculation:
             runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_speculation", audio, reference, chunks[-1],
-                         None, False))
+                         None, False, 1))
         if continuous:
             spliced, spliced_reference = continuous_meeting(audio, reference, Path(tmp))
             runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1],
-                         first if partials else None, True))
+                         first if partials else None, True, 1))
         _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
         try:
             cloud.start()
             ready_s = cloud.wait_ready(600.0)
             at_ready = cloud.figures()
-            for name, path, ref, chunk, partial_model, speculate in runs:
+            for name, path, ref, chunk, partial_model, speculate, n_workers in runs:
                 span = f"the first {cut:g} s" if cut and path == audio else "all of it"
                 captions = f"partials by {partial_model}" if partial_model else "no partials"
+                if partial_model == "base":
+                    captions += " alongside the finals" if n_workers > 1 else " taking turns with the finals"
                 _note(ctx, f"latency: {name}: {path.name} at speaking pace ({span}) in {chunk:g} s chunks, base "
                            f"beam 1 on 2 threads, {captions}{'' if speculate else ', no speculative finals'} "
                            f"(load average {os.getloadavg()[0]:.1f}) ...")
-                result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True,
+                result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True, "workers": n_workers,
                                    "partials": {**PARTIALS, "model": partial_model} if partial_model else None,
                                    **({} if speculate else {"speculate_after_ms": None}),
                                    "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
@@ -224,6 +234,7 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
                                                "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
                 out[name] = latency_figures(result, ref)
                 out[name]["partials"] = partial_model
+                out[name]["finals_model_workers"] = n_workers
                 out[name]["speculative_finals_on"] = speculate
                 out[name]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
                 _note(ctx, "  end of speech -> acknowledged minus own transcription p95 "
@@ -329,6 +340,8 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
         "partial_first_words_shown_after_heard": partial_figures(item["partials"] or [],
                                                                  reference)["first_shown_after_heard"],
         "partial_captions": len(item["partials"] or []), "partial_passes": item["partial_passes"],
+        "partial_passes_alongside_a_final": item.get("partial_passes_alongside"),
+        "partial_errors": item.get("partial_errors"),
         "partial_recogniser_s": item["partial_s"],
         "speculative_finals": item.get("speculations"), "speculative_finals_used": item.get("speculations_used"),
         "edge_cpu_s": item["cpu_s"], "recogniser_s": item["transcribe_s"],

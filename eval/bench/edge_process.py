@@ -15,7 +15,9 @@ The job: `model`, `beam`, `threads`, `language` (None: detect), `glossary`, `pac
 agent's default), `pin_cores`, `paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each
 {path, meeting, seconds (None: all), chunk_seconds}. With `"plain": true` the process runs plain
 faster-whisper instead of the edge (`plain_capture`): the library the edge wraps, as its README shows it.
-`partials` ({model, cadence}) turns partial captions on for a paced input, each one noted with its time.
+`partials` ({model, cadence}) turns partial captions on for a paced input, each one noted with its time;
+`workers` (default 1) is how many calls the finals' model runs at once (2: partials by that same model
+run alongside the finals).
 
     echo '{"model": "tiny.en", "inputs": [{"path": "meeting.ogg", "meeting": "m"}]}' | \
         python -m meetmem.eval.bench.edge_process
@@ -126,7 +128,8 @@ def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any
     language = job.get("language")
     t0 = time.perf_counter()
     asr = WhisperASR(ASROptions(model=job["model"], cpu_threads=int(job.get("threads", 2)),
-                                beam_size=int(job.get("beam", 1)), language=language))
+                                beam_size=int(job.get("beam", 1)), language=language,
+                                workers=int(job.get("workers", 1))))
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 3),
                            "rss_after_load_mb": proc_status().get("VmRSS"), "pinned_cpus": pinned, "inputs": []}
     glossary = tuple(job.get("glossary") or ())
@@ -279,7 +282,8 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "language_detections": status.language_detections, "merged_utterances": status.merged,
         "backlog_max": status.backlog_max, "backlog_max_s": status.backlog_max_s,
         "degradations": status.degradations, "partials": partials, "partial_passes": status.partial_passes,
-        "partial_s": round(status.partial_time, 3),
+        "partial_s": round(status.partial_time, 3), "partial_passes_alongside": status.partial_passes_alongside,
+        "partial_errors": status.partial_errors,
         "speculations": status.speculations, "speculations_used": status.speculations_used,
         "call_audio_s": [round(u["audio_s"], 3) for u in calls],
         "agent_latencies_s": [round(x, 4) for x in status.latencies],
