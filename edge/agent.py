@@ -375,9 +375,11 @@ class CaptureAgent:
             status.degradations.append({"step": "beam 1", "at_s": at, "backlog": len(backlog)})
             log.info("behind by %d utterances: greedy decoding from now on", len(backlog))
 
-    def _recognise(self, audio: np.ndarray, at: float, offset: float) -> list[TranscriptPiece]:
-        """One recogniser call, in the language the policy gives for meeting time `at`."""
-        asked = self.languages.language_for(at)
+    def _recognise(self, audio: np.ndarray, at: float, offset: float,
+                   speaker: str | None = None) -> list[TranscriptPiece]:
+        """One recogniser call, in the language the policy gives for meeting time `at` and the speaker of the
+        audio's first turn (None: unlabelled)."""
+        asked = self.languages.language_for(at, speaker)
         began = time.perf_counter()
         pieces = self.asr.transcribe(audio, offset=offset, language=asked, glossary=self.options.glossary)
         self.status.transcribe_time += time.perf_counter() - began
@@ -385,8 +387,13 @@ class CaptureAgent:
         if asked is None and getattr(self.asr, "multilingual", True):  # an English-only model never detects
             self.status.language_detections += 1
         if pieces:
-            self.languages.observe(asked, pieces[0].language, at, float(np.mean([p.avg_logprob for p in pieces])))
+            self.languages.observe(asked, pieces[0].language, at, float(np.mean([p.avg_logprob for p in pieces])),
+                                   speaker)
         return pieces
+
+    def _turn_speaker(self, utterance: Utterance) -> str | None:
+        """The label the turn cutter gave an utterance of this flush (None: no speaker labels)."""
+        return self.turns.speaker_of(utterance) if self.turns is not None else None
 
     def _flush(self, utterances: list[Utterance], offset: float, source: str) -> None:
         """Transcribe utterances (packed into one call when there are several) and store them in order."""
@@ -395,10 +402,21 @@ class CaptureAgent:
         if self.turns is not None:
             utterances = self.turns.cut(utterances)
             self.status.speaker_turns_split = self.turns.splits
+            # One call never spans two speakers' languages, nor a speaker whose language is to be detected.
+            sizes = self.languages.runs([self._turn_speaker(u) for u in utterances],
+                                        [offset + u.start for u in utterances])
+            for size in sizes[:-1]:
+                self._flush_run(utterances[:size], offset, source)
+                utterances = utterances[size:]
+        self._flush_run(utterances, offset, source)
+
+    def _flush_run(self, utterances: list[Utterance], offset: float, source: str) -> None:
         if len(utterances) == 1:
             self._store(utterances[0], offset, source)
             return
-        groups, merged = transcribe_packed(utterances, lambda audio, at: self._recognise(audio, offset + at, 0.0))
+        speaker = self._turn_speaker(utterances[0])
+        groups, merged = transcribe_packed(utterances,
+                                           lambda audio, at: self._recognise(audio, offset + at, 0.0, speaker))
         self.status.merged += merged
         for group, pieces in groups:
             turns = self.turns.across_voice_change(group, utterances) if self.turns is not None else None
@@ -416,7 +434,7 @@ class CaptureAgent:
             pieces, self._speculated = self._speculated[2], None
             self.status.speculations_used += 1
         if pieces is None:
-            pieces = self._recognise(utterance.audio, start, start)
+            pieces = self._recognise(utterance.audio, start, start, self._turn_speaker(utterance))
         cleaned = self.cleaner.clean(join_pieces(pieces))
         if not cleaned.text:
             self.status.dropped += 1
