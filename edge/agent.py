@@ -402,29 +402,43 @@ class CaptureAgent:
         if self.turns is not None:
             utterances = self.turns.cut(utterances)
             self.status.speaker_turns_split = self.turns.splits
-            # One call never spans two speakers' languages, nor a speaker whose language is to be detected.
-            sizes = self.languages.runs([self._turn_speaker(u) for u in utterances],
-                                        [offset + u.start for u in utterances])
-            for size in sizes[:-1]:
-                self._flush_run(utterances[:size], offset, source)
-                utterances = utterances[size:]
-        self._flush_run(utterances, offset, source)
+            # One call per language among the turns: a call never spans two speakers' languages, nor a speaker
+            # whose language is to be detected; the segments are stored in time order all the same.
+            groups = self.languages.groups([self._turn_speaker(u) for u in utterances],
+                                           [offset + u.start for u in utterances])
+            if len(groups) > 1:
+                recognised = [found for group in groups
+                              for found in self._recognise_run([utterances[i] for i in group], utterances, offset)]
+                for utterance, pieces in sorted(recognised, key=lambda found: found[0].start_sample):
+                    self._store(utterance, offset, source, pieces=pieces)
+                return
+        for utterance, pieces in self._recognise_run(utterances, utterances, offset):
+            self._store(utterance, offset, source, pieces=pieces)
 
-    def _flush_run(self, utterances: list[Utterance], offset: float, source: str) -> None:
-        if len(utterances) == 1:
-            self._store(utterances[0], offset, source)
-            return
-        speaker = self._turn_speaker(utterances[0])
-        groups, merged = transcribe_packed(utterances,
-                                           lambda audio, at: self._recognise(audio, offset + at, 0.0, speaker))
+    def _recognise_run(self, run: list[Utterance], flushed: list[Utterance],
+                       offset: float) -> list[tuple[Utterance, list[TranscriptPiece] | None]]:
+        """The utterances of `run` (in time order, not always adjacent in `flushed`) with their pieces, in one
+        packed call; None: recognised alone when stored (one utterance, or turns Whisper ran together across a
+        voice change or across another language's turn between them)."""
+        if len(run) == 1:
+            return [(run[0], None)]
+        speaker = self._turn_speaker(run[0])
+        groups, merged = transcribe_packed(run, lambda audio, at: self._recognise(audio, offset + at, 0.0, speaker))
         self.status.merged += merged
+        found: list[tuple[Utterance, list[TranscriptPiece] | None]] = []
         for group, pieces in groups:
-            turns = self.turns.across_voice_change(group, utterances) if self.turns is not None else None
-            if turns:  # Whisper ran two speakers' turns together: each is recognised alone instead
-                for turn in turns:
-                    self._store(turn, offset, source)
+            turns = self.turns.across_voice_change(group, run) if self.turns is not None else None
+            if turns is None and len(run) < len(flushed):
+                mine = {id(u) for u in run}
+                inside = [u for u in flushed
+                          if group.start_sample <= u.start_sample and u.end_sample <= group.end_sample]
+                if any(id(u) not in mine for u in inside):  # joined across a turn of another language
+                    turns = [u for u in inside if id(u) in mine]
+            if turns:  # each is recognised alone instead
+                found.extend((turn, None) for turn in turns)
                 continue
-            self._store(group, offset, source, pieces=pieces)
+            found.append((group, pieces))
+        return found
 
     def _store(self, utterance: Utterance, offset: float, source: str,
                pieces: list[TranscriptPiece] | None = None) -> None:

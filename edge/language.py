@@ -11,9 +11,9 @@ remembered language that comes out with a very low confidence (someone switched 
 With speaker labels (the capture labels each turn before it is recognised), the language is kept per
 speaker: a turn whose speaker has no language yet (or whose language is older than `redetect_s`, or in doubt)
 is detected, and a known speaker keeps theirs, so a meeting where one person speaks Mandarin and the others
-English is decoded in each speaker's language without detecting on every call. `runs` tells the capture where
-a pack of utterances must be cut so that one Whisper call never spans two languages or a speaker still to be
-detected. Without labels, the meeting-wide once-a-minute rule applies.
+English is decoded in each speaker's language without detecting on every call. `groups` tells the capture
+which turns share a Whisper call (one per language), so that a call never spans two languages or a speaker
+still to be detected. Without labels, the meeting-wide once-a-minute rule applies.
 
 Under load (`freeze`) it stops detecting altogether and keeps the language it has: the first step the
 capture takes when utterances queue up. A pure state machine: no clock of its own, times are the meeting's.
@@ -102,26 +102,21 @@ class LanguagePolicy:
             else:
                 self.speakers[speaker] = (self.speakers.get(speaker, (asked, None))[0], None)
 
-    def runs(self, speakers: list[str | None], starts: list[float]) -> list[int]:
-        """Where consecutive utterances (their speakers' labels, their start times) may share one Whisper call:
-        the sizes of the runs, in order. A run goes on while the speaker stays the same, or while the next
-        speaker's language is known and the same as the run's; a speaker whose language is to be detected
-        starts a run of their own, so the detection hears them. Without labels or with the language fixed:
-        one run."""
+    def groups(self, speakers: list[str | None], starts: list[float]) -> list[list[int]]:
+        """Which of consecutive utterances (their speakers' labels, their start times) share one Whisper call:
+        lists of indices, each in time order. Utterances whose speakers' language is known share a call per
+        language; a speaker whose language is to be detected gets a call of their own, so the detection hears
+        them. Without labels, or with the language fixed: one call for all."""
         if not speakers:
             return []
         if self.fixed is not None or not self.options.per_speaker or all(s is None for s in speakers):
-            return [len(speakers)]
-        sizes = [1]
-        current = self.language_for(starts[0], speakers[0])
-        for previous, speaker, at in zip(speakers, speakers[1:], starts[1:], strict=False):
+            return [list(range(len(speakers)))]
+        groups: dict[tuple[str, str | None], list[int]] = {}
+        for index, (speaker, at) in enumerate(zip(speakers, starts, strict=True)):
             language = self.language_for(at, speaker)
-            if speaker == previous or (language is not None and language == current):
-                sizes[-1] += 1
-            else:
-                sizes.append(1)
-                current = language
-        return sizes
+            key = ("language", language) if language is not None else ("speaker", speaker)
+            groups.setdefault(key, []).append(index)
+        return list(groups.values())
 
     def freeze(self) -> bool:
         """Stop re-detecting (under load); True when this changed anything."""

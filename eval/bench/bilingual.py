@@ -156,7 +156,7 @@ def score(rows: Sequence[dict[str, Any]], segments: Sequence[dict[str, Any]]) ->
 
     owner = [row_of(s) for s in segments]
     right = [segments[i].get("lang") == rows[owner[i]]["lang"] for i in range(len(segments))]
-    out: dict[str, Any] = {"segments": len(segments), "right_lang": sum(right),
+    out: dict[str, Any] = {"segments_scored": len(segments), "right_lang": sum(right),
                            "right_lang_share": round(sum(right) / len(segments), 3) if segments else None,
                            "segments_by_lang": {}}
     for lang, unit in (("en", "word"), ("zh", "char")):

@@ -68,23 +68,22 @@ def test_each_speaker_keeps_their_own_language_and_a_new_speaker_is_detected() -
     assert policy.language_for(22.0) == "zh"  # unlabelled audio: the meeting's latest detection, for its minute
 
 
-def test_runs_cut_a_pack_where_the_language_changes_or_a_speaker_is_still_to_be_detected() -> None:
+def test_groups_pack_turns_by_language_and_hear_a_speaker_to_be_detected_alone() -> None:
     policy = LanguagePolicy()
-    starts = [0.0, 3.0, 6.0, 9.0, 12.0]
-    assert policy.runs(["S1", "S1", "S2", "S2", "S1"], starts) == [2, 2, 1]  # nobody known yet
+    starts = [0.0, 3.0, 6.0, 9.0, 12.0, 15.0]
+    assert policy.groups(["S1", "S1", "S2", "S2", "S1"], starts[:5]) == [[0, 1, 4], [2, 3]]  # nobody known yet
     policy.observe(None, "en", 0.0, -0.2, "S1")
     policy.observe(None, "en", 0.0, -0.2, "S3")
     policy.observe(None, "zh", 0.0, -0.2, "S2")
-    assert policy.runs(["S1", "S3", "S1", "S2", "S2", "S1"], [*starts, 15.0]) == [3, 2, 1]
-    assert policy.runs(["S1", "S4", "S3"], starts[:3]) == [1, 1, 1]  # S4 is heard alone, then detected
-    assert policy.runs([None, None], starts[:2]) == [2] and policy.runs([], []) == []
-    assert LanguagePolicy("en").runs(["S1", "S2"], starts[:2]) == [2]  # fixed: nothing to cut for
+    assert policy.groups(["S1", "S2", "S3", "S2", "S1", "S4"], starts) == [[0, 2, 4], [1, 3], [5]]
+    assert policy.groups([None, None], starts[:2]) == [[0, 1]] and policy.groups([], []) == []
+    assert LanguagePolicy("en").groups(["S1", "S2"], starts[:2]) == [[0, 1]]  # fixed: one call
 
 
 def test_without_per_speaker_languages_labels_change_nothing() -> None:
     policy = LanguagePolicy(options=LanguageOptions(per_speaker=False))
     policy.observe(None, "en", 0.0, -0.2, "S1")
-    assert policy.language_for(1.0, "S2") == "en" and policy.runs(["S1", "S2"], [0.0, 1.0]) == [2]
+    assert policy.language_for(1.0, "S2") == "en" and policy.groups(["S1", "S2"], [0.0, 1.0]) == [[0, 1]]
     assert policy.speakers == {}
 
 
@@ -104,8 +103,8 @@ ENGLISH_AGAIN = "Please send the quote to the supplier before Friday, and check 
 def test_a_mandarin_speaker_between_english_ones_is_decoded_in_mandarin(
         base_asr: Any, make_speech: Callable[..., Any], join_speech: Callable[..., Any], tmp_path: Path) -> None:
     """One English voice, a Mandarin voice, the English voice again, 1.2 s apart: one pack of a file. Once a
-    minute, the first detection (English) decodes the Mandarin turn too; per speaker, the Mandarin speaker's
-    turn is heard alone and detected, and the English speaker's second turn reuses their language."""
+    minute, the first detection (English) decodes the Mandarin turn too; per speaker, the English speaker's two
+    turns share one call and the Mandarin speaker's turn is heard alone, each detected once."""
     from meetmem.edge import speakers
     from meetmem.edge.agent import CaptureAgent, CaptureOptions
     from meetmem.edge.outbox import Outbox
@@ -126,7 +125,7 @@ def test_a_mandarin_speaker_between_english_ones_is_decoded_in_mandarin(
     stored, status = capture(per_speaker=True)
     assert [s.speaker for s in stored] == ["S1", "S2", "S1"], [(s.speaker, s.text) for s in stored]
     assert [s.lang for s in stored] == ["en", "zh", "en"], [(s.lang, s.text) for s in stored]
-    assert status.language_detections == 2 and status.recogniser_calls == 3
+    assert status.language_detections == 2 and status.recogniser_calls == 2
     assert "alumin" in stored[0].text.lower() and "supplier" in stored[2].text.lower()
     assert sum(ch in stored[1].text for ch in "工厂第一批货下个月") >= 4, stored[1].text  # Mandarin, in characters
     before, status = capture(per_speaker=False)
