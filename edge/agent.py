@@ -436,9 +436,11 @@ class CaptureAgent:
             status.degradations.append({"step": "partials: " + stepped, "at_s": at, "backlog": len(backlog)})
             log.info("behind by %d utterances: partial captions %s, only between finals", len(backlog), stepped)
 
-    def _recognise(self, audio: np.ndarray, at: float, offset: float) -> list[TranscriptPiece]:
-        """One recogniser call, in the language the policy gives for meeting time `at`."""
-        asked = self.languages.language_for(at)
+    def _recognise(self, audio: np.ndarray, at: float, offset: float,
+                   speaker: str | None = None) -> list[TranscriptPiece]:
+        """One recogniser call, in the language the policy gives for meeting time `at` and the speaker of the
+        audio's first turn (None: unlabelled)."""
+        asked = self.languages.language_for(at, speaker)
         began = time.perf_counter()
         pieces = self.asr.transcribe(audio, offset=offset, language=asked, glossary=self.options.glossary)
         self.status.transcribe_time += time.perf_counter() - began
@@ -446,8 +448,13 @@ class CaptureAgent:
         if asked is None and getattr(self.asr, "multilingual", True):  # an English-only model never detects
             self.status.language_detections += 1
         if pieces:
-            self.languages.observe(asked, pieces[0].language, at, float(np.mean([p.avg_logprob for p in pieces])))
+            self.languages.observe(asked, pieces[0].language, at, float(np.mean([p.avg_logprob for p in pieces])),
+                                   speaker)
         return pieces
+
+    def _turn_speaker(self, utterance: Utterance) -> str | None:
+        """The label the turn cutter gave an utterance of this flush (None: no speaker labels)."""
+        return self.turns.speaker_of(utterance) if self.turns is not None else None
 
     def _flush(self, utterances: list[Utterance], offset: float, source: str) -> None:
         """Transcribe utterances (packed into one call when there are several) and store them in order."""
@@ -456,18 +463,43 @@ class CaptureAgent:
         if self.turns is not None:
             utterances = self.turns.cut(utterances)
             self.status.speaker_turns_split = self.turns.splits
-        if len(utterances) == 1:
-            self._store(utterances[0], offset, source)
-            return
-        groups, merged = transcribe_packed(utterances, lambda audio, at: self._recognise(audio, offset + at, 0.0))
+            # One call per language among the turns: a call never spans two speakers' languages, nor a speaker
+            # whose language is to be detected; the segments are stored in time order all the same.
+            groups = self.languages.groups([self._turn_speaker(u) for u in utterances],
+                                           [offset + u.start for u in utterances])
+            if len(groups) > 1:
+                recognised = [found for group in groups
+                              for found in self._recognise_run([utterances[i] for i in group], utterances, offset)]
+                for utterance, pieces in sorted(recognised, key=lambda found: found[0].start_sample):
+                    self._store(utterance, offset, source, pieces=pieces)
+                return
+        for utterance, pieces in self._recognise_run(utterances, utterances, offset):
+            self._store(utterance, offset, source, pieces=pieces)
+
+    def _recognise_run(self, run: list[Utterance], flushed: list[Utterance],
+                       offset: float) -> list[tuple[Utterance, list[TranscriptPiece] | None]]:
+        """The utterances of `run` (in time order, not always adjacent in `flushed`) with their pieces, in one
+        packed call; None: recognised alone when stored (one utterance, or turns Whisper ran together across a
+        voice change or across another language's turn between them)."""
+        if len(run) == 1:
+            return [(run[0], None)]
+        speaker = self._turn_speaker(run[0])
+        groups, merged = transcribe_packed(run, lambda audio, at: self._recognise(audio, offset + at, 0.0, speaker))
         self.status.merged += merged
+        found: list[tuple[Utterance, list[TranscriptPiece] | None]] = []
         for group, pieces in groups:
-            turns = self.turns.across_voice_change(group, utterances) if self.turns is not None else None
-            if turns:  # Whisper ran two speakers' turns together: each is recognised alone instead
-                for turn in turns:
-                    self._store(turn, offset, source)
+            turns = self.turns.across_voice_change(group, run) if self.turns is not None else None
+            if turns is None and len(run) < len(flushed):
+                mine = {id(u) for u in run}
+                inside = [u for u in flushed
+                          if group.start_sample <= u.start_sample and u.end_sample <= group.end_sample]
+                if any(id(u) not in mine for u in inside):  # joined across a turn of another language
+                    turns = [u for u in inside if id(u) in mine]
+            if turns:  # each is recognised alone instead
+                found.extend((turn, None) for turn in turns)
                 continue
-            self._store(group, offset, source, pieces=pieces)
+            found.append((group, pieces))
+        return found
 
     def _store(self, utterance: Utterance, offset: float, source: str,
                pieces: list[TranscriptPiece] | None = None) -> None:
@@ -477,7 +509,7 @@ class CaptureAgent:
             pieces, self._speculated = self._speculated[2], None
             self.status.speculations_used += 1
         if pieces is None:
-            pieces = self._recognise(utterance.audio, start, start)
+            pieces = self._recognise(utterance.audio, start, start, self._turn_speaker(utterance))
         cleaned = self.cleaner.clean(join_pieces(pieces))
         if not cleaned.text:
             self.status.dropped += 1

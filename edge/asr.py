@@ -56,6 +56,11 @@ PHANTOM_PHRASES: tuple[str, ...] = (
     "中文字幕",
     "字幕志愿者",
 )
+#: The encoder's audio context for finals (`ASROptions.audio_context_s`): the speech plus one second, at least
+#: 20 s, instead of the 30 s window padded with silence. A file's packs hold about 17 s of speech on average:
+#: tiny.en took 12.6 CPU-s instead of 20.8 on the library benchmark's inputs, base 24 instead of 45-52, with
+#: the meeting's and the clips' WER no worse (0.201 / 0.095 and 0.177 / 0.106).
+FINAL_AUDIO_CONTEXT_S = 20.0
 #: Short phrases Whisper invents on near-silence but people also say ("Thank you."): dropped only when the
 #: model itself doubts there was speech (`no_speech_prob >= ASROptions.suspect_no_speech`).
 SUSPECT_PHRASES: tuple[str, ...] = ("you", "Thank you.", "Thanks.", "Bye.", "谢谢", "嗯", "Okay.")
@@ -102,10 +107,11 @@ class ASROptions:
             The default, greedy 0.0 alone, is deterministic (a fallback samples at random) and keeps the
             time per utterance bounded on a small board.
         audio_context_s: encode only the audio heard plus one second, and at least this many seconds, instead
-            of Whisper's whole 30 s window padded with silence (None, as Whisper was trained). 15 s makes a
-            pass over a few seconds of speech about three times cheaper with much the same words (whisper.cpp
-            calls it the audio context); shorter contexts make Whisper loop. For partial captions, which the
-            final segment replaces, not for finals.
+            of Whisper's whole 30 s window padded with silence (None: the whole window, as Whisper was trained;
+            whisper.cpp calls this the audio context). The finals' default, `FINAL_AUDIO_CONTEXT_S` (20 s),
+            halves the CPU of a file's packed calls (about 17 s of speech each) with the same WER
+            (docs/BENCHMARKS.md, issue 19); partial captions use 15 s (`partials.AUDIO_CONTEXT_S`), about
+            three times cheaper on a few seconds of speech. Below 15 s Whisper starts to loop.
         workers: calls the model runs at once (CTranslate2's `inter_threads`, faster-whisper's `num_workers`),
             each on `cpu_threads` threads. The replicas share the weights (CTranslate2 loads a model once per
             device); each has its own working buffers. 2 lets partial captions run alongside a final on the
@@ -124,7 +130,7 @@ class ASROptions:
     suspect_no_speech: float = 0.3
     temperatures: tuple[float, ...] = (0.0,)
     compute_type: str = "int8"
-    audio_context_s: float | None = None
+    audio_context_s: float | None = FINAL_AUDIO_CONTEXT_S
     workers: int = 1
 
     def __post_init__(self) -> None:

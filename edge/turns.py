@@ -37,6 +37,10 @@ class TurnCutter:
         label = self._labels.pop((utterance.start_sample, utterance.end_sample), None)
         return label if label is not None else self.speakers.label(utterance.audio)
 
+    def speaker_of(self, utterance: Utterance) -> str | None:
+        """The label this flush gave an utterance's turn, left in place for `label` (None: not one of them)."""
+        return self._labels.get((utterance.start_sample, utterance.end_sample))
+
     @staticmethod
     def across_voice_change(group: Utterance, utterances: list[Utterance]) -> list[Utterance] | None:
         """The utterances a packed group holds when two of them are turns of one cut (one ends where the next

@@ -13,6 +13,8 @@
   and in 0.1 s chunks (what the microphone delivers).
 * Quality on real speech (`--data`, the shared clips): WER for English, CER for Mandarin.
 * The glossary: WER of the generated meeting with and without its names and product codes as hotwords.
+* Languages (`--parts languages`, not run by default; `bilingual`): a generated meeting of two English
+  speakers and a Mandarin one, the language detected once a minute against once per speaker turn.
 * The resource budget (`--parts budget`, not run by default; `edge_budget`): RTF, CPU in speech and in
   silence, peak RSS, the smallest address-space cap and outbox growth, projected onto a Raspberry Pi 4 and 5.
 
@@ -553,6 +555,10 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         from .edge_budget import budget_part
 
         report["budget"] = budget_part(lambda message: _note(ctx, message), audio, quick=args.quick)
+    if "languages" in parts:  # last: it loads Whisper in this process (no memory figure is taken from it)
+        from .bilingual import bilingual_part
+
+        report["languages"] = bilingual_part(lambda message: _note(ctx, message))
     info["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["targets"] = targets(report)
     report["wall_s"] = round(time.perf_counter() - wall0, 1)
@@ -562,7 +568,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
 
 
 
-PARTS = ("speed", "latency", "glossary", "clips", "library", "budget")
+PARTS = ("speed", "latency", "glossary", "clips", "library", "budget", "languages")
 #: The resource budget (issue 8) takes half an hour more: asked for by name.
 DEFAULT_PARTS = ("speed", "latency", "glossary", "clips")
 
@@ -592,7 +598,9 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                    help=f"what to measure, among {','.join(PARTS)} (default: {','.join(DEFAULT_PARTS)}); budget: "
                         "RTF, CPU %% in speech and in silence, peak RSS, the smallest address-space cap and outbox "
                         "growth of tiny.en and base on 1 and 2 threads, projected onto a Raspberry Pi 4 and 5 "
-                        "(about 25 minutes; sysbench for the projection)")
+                        "(about 25 minutes; sysbench for the projection); languages: a generated English and "
+                        "Mandarin meeting (espeak-ng, pypinyin) with the language detected once a minute against "
+                        "per speaker turn: detections, segments stored with the right language, WER and CER")
     p.add_argument("--audio", default=str(demo_file("sample_meeting.ogg")), help="the meeting recording (default: "
                    "the generated sample meeting)")
     p.add_argument("--reference", default=str(demo_file("sample_meeting.jsonl")),

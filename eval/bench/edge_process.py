@@ -11,9 +11,10 @@ Every time in the result is in seconds on the monotonic clock from the moment th
 asked for, which is also when `paced` starts its clock: an utterance that ends `end` seconds into the file
 was spoken at time `end` on this clock, for a paced input.
 
-The job: `model`, `beam`, `threads`, `language` (None: detect), `glossary`, `pack_seconds` (None: the
-agent's default), `pin_cores`, `paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each
-{path, meeting, seconds (None: all), chunk_seconds}. With `"plain": true` the process runs plain
+The job: `model`, `beam`, `threads`, `language` (None: detect), `glossary`, `audio_context_s` (absent: the
+finals' default; None: the whole 30 s window), `pack_seconds` (None: the agent's default), `pin_cores`,
+`paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each {path, meeting, seconds (None: all),
+chunk_seconds}. With `"plain": true` the process runs plain
 faster-whisper instead of the edge (`plain_capture`): the library the edge wraps, as its README shows it.
 `partials` ({model, cadence}) turns partial captions on for a paced input, each one noted with its time;
 `workers` (default 1) is how many calls the finals' model runs at once (2: partials by that same model
@@ -129,7 +130,8 @@ def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any
     t0 = time.perf_counter()
     asr = WhisperASR(ASROptions(model=job["model"], cpu_threads=int(job.get("threads", 2)),
                                 beam_size=int(job.get("beam", 1)), language=language,
-                                workers=int(job.get("workers", 1))))
+                                workers=int(job.get("workers", 1)),
+                                **({"audio_context_s": job["audio_context_s"]} if "audio_context_s" in job else {})))
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 3),
                            "rss_after_load_mb": proc_status().get("VmRSS"), "pinned_cpus": pinned, "inputs": []}
     glossary = tuple(job.get("glossary") or ())

@@ -497,7 +497,8 @@ def add_edge_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     asr.add_argument("--cloud", default=None, help="the cloud's URL (env MEETMEM_CLOUD)")
     asr.add_argument("--token", default=None, help="a bearer token for the cloud (env MEETMEM_TOKEN)")
     asr.add_argument("--model", default="base", help="Whisper model: base (multilingual) or tiny.en (default base)")
-    asr.add_argument("--language", default="auto", help="en, zh or auto (detected once a minute; default)")
+    asr.add_argument("--language", default="auto", help="en, zh or auto (detected per speaker with speaker labels, "
+                     "else once a minute; default)")
     asr.add_argument("--beam", type=int, default=1, help="beam size (1: greedy, fastest; default 1)")
     asr.add_argument("--threads", type=int, default=2, help="CPU threads for the recogniser (default 2)")
     asr.add_argument("--glossary", default=None, help="comma-separated names and terms to spell right")

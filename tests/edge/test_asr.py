@@ -10,7 +10,14 @@ import time
 import numpy as np
 import pytest
 
-from meetmem.edge.asr import PHANTOM_PHRASES, ASROptions, TranscriptPiece, is_hallucination, normalise_phrase
+from meetmem.edge.asr import (
+    FINAL_AUDIO_CONTEXT_S,
+    PHANTOM_PHRASES,
+    ASROptions,
+    TranscriptPiece,
+    is_hallucination,
+    normalise_phrase,
+)
 from meetmem.edge.vad import SAMPLE_RATE, segment
 
 
@@ -159,15 +166,18 @@ def test_detecting_the_language_costs_no_second_encoder_pass(base_asr, budget_sp
 def test_a_shorter_audio_context_encodes_the_speech_only_and_keeps_the_words(tiny_asr, budget_speech,
                                                                             monkeypatch) -> None:
     """Partial passes encode the audio heard plus a second (at least 15 s), not a 30 s window of padding."""
+    whole = tiny_asr.with_options(audio_context_s=None)
     short = tiny_asr.with_options(audio_context_s=15.0)
-    assert short._model is tiny_asr._model and tiny_asr.options.audio_context_s is None
+    assert short._model is tiny_asr._model and tiny_asr.options.audio_context_s == FINAL_AUDIO_CONTEXT_S == 20.0
     frames: list[int] = []
     real = tiny_asr._reuse._encode
     monkeypatch.setattr(tiny_asr._reuse, "_encode", lambda features: frames.append(features.shape[-1]) or
                         real(features))
-    full = text_of(tiny_asr.transcribe(budget_speech.samples, language="en"))
+    full = text_of(whole.transcribe(budget_speech.samples, language="en"))
     reduced = text_of(short.transcribe(budget_speech.samples, language="en"))
-    assert frames == [3000, 1500]  # the clip is shorter than 14 s: the 15 s minimum
+    final = text_of(tiny_asr.transcribe(budget_speech.samples, language="en"))
+    assert frames == [3000, 1500, 2000]  # the clip is shorter than 14 s: the 15 s minimum; finals' 20 s
+    assert wer(budget_speech.text, final) <= wer(budget_speech.text, full) + 0.1
     print(f"full window: {full!r}; 15 s context: {reduced!r}", file=sys.stderr)
     assert wer(budget_speech.text, reduced) <= wer(budget_speech.text, full) + 0.1
     copies = int(np.ceil(20 * SAMPLE_RATE / len(budget_speech.samples)))

@@ -117,12 +117,19 @@ def test_kill_9_mid_meeting_then_restart_delivers_each_segment_once(
     assert reference.returncode == 0, reference.stderr
     expected = _segments(server.url, token, "uninterrupted")
     # The same utterances as a run that was never killed. The VAD's frames after a resume are aligned to the
-    # resume point, so an utterance's edges can move by a frame and a word can come out differently.
+    # resume point, so an utterance's edges can move by a frame, and the packs Whisper hears differ: a word can
+    # come out differently, either way. Each resumed segment says what the uninterrupted one says, or is at
+    # least as close to what was spoken.
     assert len(rows) == len(expected) == len(SENTENCES)
-    for got, want in zip(rows, expected, strict=True):
+
+    def overlap(a: str, b: str) -> float:
+        x, y = set(a.lower().strip(".,").split()), set(b.lower().strip(".,").split())
+        return len(x & y) / len(x | y)
+
+    for got, want, said in zip(rows, expected, SENTENCES, strict=True):
         assert abs(got["start"] - want["start"]) < 0.1 and abs(got["end"] - want["end"]) < 0.1
-        words, wanted = set(got["text"].lower().split()), set(want["text"].lower().split())
-        assert len(words & wanted) >= 0.6 * len(words | wanted), (got["text"], want["text"])
+        assert overlap(got["text"], want["text"]) >= 0.6 or \
+            overlap(got["text"], said) >= overlap(want["text"], said), (got["text"], want["text"])
 
 
 def test_a_cloud_down_at_the_start_gets_everything_once(serve_factory: Callable[..., Any], cli_command: list[str],
