@@ -331,7 +331,7 @@ MIN_SHORT_TURN_SAMPLES = int(0.6 * SAMPLE_RATE)
 #: The default `SpeakerOptions.change_threshold` (tuned with `meetmem bench speakers`).
 CHANGE_THRESHOLD = 0.8
 #: The default `SpeakerOptions.short_change_threshold`.
-SHORT_CHANGE_THRESHOLD = 0.55
+SHORT_CHANGE_THRESHOLD = 0.45
 #: The default `SpeakerOptions.new_voice_change`.
 NEW_VOICE_CHANGE = 0.7
 #: The most turns one utterance is cut into.

@@ -410,32 +410,34 @@ def _labelled(embedded: Embedded, threshold: float,
 
 
 #: A cut this close to a change of speaker in the reference found it.
-CUT_TOLERANCE_S = 0.5
+CUT_TOLERANCE_S = 0.25
 
 
-def changes(reference: Sequence[Turn]) -> list[float]:
-    """Where the reference's speaker changes: the middle of the gap between two people's turns, or where the
-    second one starts when they overlap."""
+def changes(reference: Sequence[Turn]) -> list[tuple[float, float]]:
+    """Where the reference's speaker changes, as intervals: the gap between two people's turns, or the
+    overlap when the second starts before the first ends."""
     ordered = sorted(reference)
-    out = []
-    for (_, end, who), (start, _, nxt) in zip(ordered, ordered[1:], strict=False):
-        if who != nxt:
-            out.append((end + start) / 2 if start >= end else start)
-    return out
+    return [(min(end, start), max(end, start))
+            for (_, end, who), (start, _, nxt) in zip(ordered, ordered[1:], strict=False) if who != nxt]
 
 
 def cut_stats(reference: Sequence[Turn], spans: Sequence[tuple[float, float]], cuts: Sequence[float]) -> dict[str, Any]:
-    """How the cuts inside utterances match the reference's changes of speaker: a cut with no change within
-    `CUT_TOLERANCE_S` is false (one person's speech split in two); a change inside an utterance (not within
-    the tolerance of its ends) is found when a cut is that close. An utterance of one voice (no change inside)
-    that was cut is counted too."""
+    """How the cuts inside utterances match the reference's changes of speaker: a cut further than
+    `CUT_TOLERANCE_S` from every change (`changes`) is false (one person's speech split in two); a change
+    inside an utterance (its middle not within the tolerance of the utterance's ends) is found when a cut
+    is that close. An utterance of one voice (no change inside) that was cut is counted too."""
     moments = changes(reference)
-    inside = [c for c in moments if any(a + CUT_TOLERANCE_S < c < b - CUT_TOLERANCE_S for a, b in spans)]
-    false = [c for c in cuts if not any(abs(c - m) <= CUT_TOLERANCE_S for m in moments)]
-    one_voice = [(a, b) for a, b in spans if not any(a < m < b for m in moments)]
+
+    def near(cut: float, change: tuple[float, float]) -> bool:
+        return change[0] - CUT_TOLERANCE_S <= cut <= change[1] + CUT_TOLERANCE_S
+
+    inside = [c for c in moments
+              if any(a + CUT_TOLERANCE_S < (c[0] + c[1]) / 2 < b - CUT_TOLERANCE_S for a, b in spans)]
+    false = [c for c in cuts if not any(near(c, m) for m in moments)]
+    one_voice = [(a, b) for a, b in spans if not any(a < (m[0] + m[1]) / 2 < b for m in moments)]
     return {"cuts": len(cuts), "false_cuts": len(false),
             "changes_inside_utterances": len(inside),
-            "changes_found": sum(any(abs(c - m) <= CUT_TOLERANCE_S for c in cuts) for m in inside),
+            "changes_found": sum(any(near(c, m) for c in cuts) for m in inside),
             "one_voice_utterances": len(one_voice),
             "one_voice_utterances_cut": sum(any(a < c < b for c in cuts) for a, b in one_voice)}
 
@@ -795,7 +797,7 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                         "(short turns, turns 0.1-0.45 s apart, some overlapping; default 6, 0 to skip)")
     p.add_argument("--rttm", default=None, metavar="DIR",
                    help="recordings with reference turns: every NAME.wav under DIR with NAME.rttm beside it")
-    p.add_argument("--short-change-thresholds", default="0.45,0.55,0.65",
+    p.add_argument("--short-change-thresholds", default="0.35,0.45,0.55",
                    help="short-turn change thresholds tried on the generated and quick meetings ('' to skip)")
     p.add_argument("--asr", default=None, metavar="MODEL",
                    help="also run the whole edge (VAD, speaker turns, Whisper MODEL, cleaning) on the held-out "

@@ -77,9 +77,9 @@ def test_one_generated_meeting_end_to_end(tmp_path: Path) -> None:
 
 def test_cuts_are_scored_against_the_references_changes_of_speaker() -> None:
     reference = [(0.0, 2.0, "A"), (2.3, 3.0, "B"), (3.2, 6.0, "A"), (5.8, 7.0, "B"), (8.0, 12.0, "B")]
-    assert bench.changes(reference) == [2.15, 3.1, 5.8]
+    assert bench.changes(reference) == [(2.0, 2.3), (3.0, 3.2), (5.8, 6.0)]  # gaps, and an overlap
     spans = [(0.0, 7.0), (8.0, 12.0)]  # the VAD's utterances: one holds every change, one is B alone
-    stats = bench.cut_stats(reference, spans, [2.2, 4.6, 10.0])
+    stats = bench.cut_stats(reference, spans, [2.4, 4.6, 10.0])
     assert stats == {"cuts": 3, "false_cuts": 2, "changes_inside_utterances": 3, "changes_found": 1,
                      "one_voice_utterances": 1, "one_voice_utterances_cut": 1}
     assert bench.cut_stats(reference, spans, [])["changes_found"] == 0
