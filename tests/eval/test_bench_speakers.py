@@ -116,3 +116,26 @@ def test_real_speech_is_cut_into_short_and_long_pieces() -> None:
     assert min(len(p) for p in pieces) >= 0.5 * bench.SR and any(len(p) < 1.6 * bench.SR for p in pieces)
     padded = np.concatenate([np.zeros(3200, np.int16), speech[:bench.SR], np.zeros(1600, np.int16)])
     assert bench._speech_span(padded) == (3200, 3200 + bench.SR)
+
+
+def test_a_turn_too_short_to_start_a_voice_is_joined_to_the_voice_it_would_get() -> None:
+    from meetmem.edge.speakers import SpeakerOptions, SpeakerTracker, SpeakerTurn
+
+    eye = np.eye(256, dtype=np.float32)
+    a, b = eye[0], eye[1]
+    near_a = (eye[0] + 1.2 * eye[3]) / np.linalg.norm(eye[0] + 1.2 * eye[3])  # 0.64 alike: no known voice
+    sr = 16000
+    tracker = SpeakerTracker(encoder=None, options=SpeakerOptions(threshold=0.75))  # type: ignore[arg-type]
+    tracker.assign(a, 3.0)
+    tracker.assign(b, 3.0)
+    assert tracker.peek(near_a) is None and tracker.peek(near_a, 0.8) == "S1" and tracker.peek(near_a, 2.0) is None
+    # 0.8 s would join S1, the voice before it: the cut is undone, not kept as a split of one voice.
+    short = tracker.merge_same([SpeakerTurn(0, 3 * sr, a), SpeakerTurn(3 * sr, int(3.8 * sr), near_a)])
+    assert [(t.start, t.end) for t in short] == [(0, int(3.8 * sr))]
+    # 2 s is trusted: it would start a voice, and is unlike the side before it (0.64 < 0.7), so it stays cut.
+    long = tracker.merge_same([SpeakerTurn(0, 3 * sr, a), SpeakerTurn(3 * sr, 5 * sr, near_a)])
+    assert [(t.start, t.end) for t in long] == [(0, 3 * sr), (3 * sr, 5 * sr)]
+    # A short answer between two known voices keeps its own turn: A, B, A.
+    three = tracker.merge_same([SpeakerTurn(0, 3 * sr, a), SpeakerTurn(3 * sr, int(3.9 * sr), b),
+                                SpeakerTurn(int(3.9 * sr), 6 * sr, a)])
+    assert len(three) == 3
