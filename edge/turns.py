@@ -1,7 +1,7 @@
-"""Speaker turns in the capture: an utterance holding two voices becomes two, before recognition.
+"""Speaker turns in the capture: an utterance holding several voices becomes one per turn, before recognition.
 
 The VAD cuts at pauses, not at a change of voice: one speaker answering another without a pause gives one
-utterance. `TurnCutter` cuts each utterance where the voice changes inside it (`SpeakerTracker.turns`), labels
+utterance. `TurnCutter` cuts each utterance wherever the voice changes inside it (`SpeakerTracker.turns`), labels
 each turn as it is found, and the capture recognises the turns as utterances of their own, so each segment's
 words and times are its speaker's. Nothing stored is ever rewritten.
 """

@@ -65,6 +65,32 @@ class Meeting:
         return len(self.samples) / SR
 
 
+@dataclass(frozen=True)
+class Cutting:
+    """How utterances are cut where the voice changes inside them (`edge.speakers.speaker_turns`)."""
+
+    change: float
+    short: float | None
+    max_turns: int
+    candidates: int
+
+    def public(self) -> dict[str, Any]:
+        return {"change_threshold": self.change, "short_change_threshold": self.short,
+                "max_turns": self.max_turns, "candidates": self.candidates}
+
+
+def edge_cutting(change: float | None = None, short: float | None = -1.0) -> Cutting:
+    """The edge's cutting today (`edge.speakers` defaults), a threshold changed where given."""
+    from meetmem.edge import speakers as sp
+
+    return Cutting(sp.CHANGE_THRESHOLD if change is None else change,
+                   sp.SHORT_CHANGE_THRESHOLD if short == -1.0 else short, sp.MAX_TURNS, sp.CHANGE_CANDIDATES)
+
+
+#: The cut before more than one cut per utterance: once at most, both sides 1.6 s or more, 3 pauses tried.
+SINGLE_CUT = Cutting(0.8, None, 2, 3)
+
+
 @dataclass
 class Embedded:
     """The edge's utterances of a meeting, each with its embedding."""
@@ -177,6 +203,135 @@ def mixed_meeting(data: Path, seed: int, workdir: Path) -> Meeting:
     return _join(_order(pool, rng), rng, "mixed-real-and-espeak", "mixed", pause=(0.8, 1.5))
 
 
+#: The real people among the shared English clips, each with its clips (FLEURS en_us test rows 002-004 are
+#: one person: their embeddings are 0.82-0.92 alike, every other pair 0.46-0.72).
+REAL_SPEAKERS = {"jfk": ("en/jfk.wav",), "librispeech-1995": ("en/librispeech-1995-1837-0001.wav",),
+                 "ljspeech": ("en/ljspeech-LJ050-0131.wav",), "fleurs-a": ("en/fleurs-en_us-test-000.ogg",),
+                 "fleurs-b": ("en/fleurs-en_us-test-001.ogg",),
+                 "fleurs-c": tuple(f"en/fleurs-en_us-test-00{i}.ogg" for i in (2, 3, 4)),
+                 "earnings22": ("en/earnings22_1_4482311_3_62.wav",)}
+
+
+def _speech_span(piece: np.ndarray) -> tuple[int, int]:
+    """The first and last sample of speech in a piece: its 10 ms frames within 30 dB of its loud frames."""
+    frames = len(piece) // 160
+    if frames < 2:
+        return 0, len(piece)
+    energy = (piece[:frames * 160].astype(np.float64) ** 2).reshape(frames, 160).mean(axis=1)
+    loud = np.flatnonzero(energy > np.percentile(energy, 95) * 1e-3)
+    return int(loud[0]) * 160, (int(loud[-1]) + 1) * 160
+
+
+def _pieces(speech: np.ndarray, rng: random.Random) -> list[np.ndarray]:
+    """A real utterance cut at its quietest 50 ms near lengths drawn as a conversation's: two in five short
+    (0.6-1.5 s: "yes.", "no, Tuesday."), the rest 1.5-4 s; a tail under 0.6 s joins the last piece."""
+    out = []
+    window = int(0.05 * SR)
+    while len(speech) > 0.6 * SR:
+        target = rng.uniform(0.6, 1.5) if rng.random() < 0.4 else rng.uniform(1.5, 4.0)
+        lo, hi = int(0.8 * target * SR), int(1.2 * target * SR)
+        if hi + int(0.6 * SR) >= len(speech):
+            out.append(speech)
+            return out
+        energy = [float(np.mean(speech[i:i + window].astype(np.float64) ** 2)) for i in range(lo, hi, window)]
+        cut = lo + window * int(np.argmin(energy)) + window // 2
+        out.append(speech[:cut])
+        speech = speech[cut:]
+    if out and len(speech):
+        out[-1] = np.concatenate([out[-1], speech])
+    return out
+
+
+def rapid_meetings(data: Path, count: int, seed: int) -> list[Meeting]:
+    """Conversations of 3 or 4 real people (`REAL_SPEAKERS`), quick exchanges: each person's clips cut into
+    short and long pieces (`_pieces`); turns follow each other mostly within 0.1-0.45 s (under the VAD's
+    closing pause: one utterance holds several people), a fifth 0.8-1.5 s apart, a tenth overlapping the
+    one before by 0.1-0.4 s (mixed). Reference turns: each piece's speech (`_speech_span`)."""
+    from meetmem.edge.audio import decode_file
+    from meetmem.edge.vad import segment
+
+    voices: dict[str, list[np.ndarray]] = {}
+    for who, clips in REAL_SPEAKERS.items():
+        utterances = []
+        for clip in clips:
+            if not (data / clip).exists():
+                raise FileNotFoundError(f"{data / clip} is missing: --data must be the shared data's audio folder")
+            utterances += [(u.audio * 32768).astype(np.int16) for u in segment(decode_file(str(data / clip)))]
+        voices[who] = utterances
+    meetings = []
+    for m in range(count):
+        rng = random.Random(seed * 1000 + m)
+        people = rng.sample(sorted(voices), 3 + m % 2)
+        left = {who: [p for u in voices[who] for p in _pieces(u, rng)] for who in people}
+        for pieces in left.values():
+            rng.shuffle(pieces)
+        out = np.zeros(int(0.5 * SR), dtype=np.int32)
+        at = len(out)
+        reference: list[Turn] = []
+        last = None
+        for _ in range(24):
+            choices = [w for w in people if left[w] and w != last]
+            if not choices:
+                break
+            who = rng.choice(choices)
+            piece = left[who].pop()
+            roll = rng.random()
+            gap = rng.uniform(-0.4, -0.1) if roll < 0.1 and reference else (
+                rng.uniform(0.8, 1.5) if roll < 0.3 else rng.uniform(0.1, 0.45))
+            start = max(int(0.5 * SR), at + int(gap * SR))
+            end = start + len(piece)
+            if end > len(out):
+                out = np.concatenate([out, np.zeros(end - len(out), dtype=np.int32)])
+            out[start:end] += piece
+            a, b = _speech_span(piece)
+            reference.append(((start + a) / SR, (start + b) / SR, who))
+            at = max(at, end)
+            last = who
+        samples = np.clip(np.concatenate([out, np.zeros(int(0.5 * SR), np.int32)]), -32768, 32767).astype(np.int16)
+        meetings.append(Meeting(f"rapid-real-{m + 1}-{len(people)}spk", samples, sorted(reference), "rapid"))
+    return meetings
+
+
+def read_rttm(path: Path) -> dict[str, list[Turn]]:
+    """An RTTM file's SPEAKER lines as turns, by recording.
+
+    Raises:
+        ValueError: a line that is not an RTTM SPEAKER line (names the file and line).
+    """
+    out: dict[str, list[Turn]] = {}
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        fields = line.split()
+        if not fields or fields[0] != "SPEAKER":
+            continue
+        try:
+            start, duration = float(fields[3]), float(fields[4])
+            out.setdefault(fields[1], []).append((start, start + duration, fields[7]))
+        except (IndexError, ValueError) as exc:
+            raise ValueError(f"{path}:{number} is not an RTTM SPEAKER line: {line!r}") from exc
+    return out
+
+
+def rttm_meetings(folder: Path) -> list[Meeting]:
+    """Every recording `NAME.wav` under `folder` with its reference turns in `NAME.rttm` beside it.
+
+    Raises:
+        FileNotFoundError: the folder holds no such pair.
+    """
+    from meetmem.edge.audio import decode_file
+
+    meetings = []
+    for rttm in sorted(Path(folder).rglob("*.rttm")):
+        wav = rttm.with_suffix(".wav")
+        if not wav.exists():
+            continue
+        turns = read_rttm(rttm).get(rttm.stem) or [t for ts in read_rttm(rttm).values() for t in ts]
+        samples = (decode_file(str(wav)) * 32768).astype(np.int16)
+        meetings.append(Meeting(f"rttm-{rttm.stem}", samples, sorted(turns), "recorded"))
+    if not meetings:
+        raise FileNotFoundError(f"{folder} holds no NAME.wav with its NAME.rttm")
+    return meetings
+
+
 def _cut(speech: np.ndarray, longest: float = 4.0) -> list[np.ndarray]:
     """A real utterance as turns of at most `longest` seconds, cut at the quietest 50 ms in each turn's
     second half (so more turns change speaker)."""
@@ -195,12 +350,16 @@ def _cut(speech: np.ndarray, longest: float = 4.0) -> list[np.ndarray]:
 # -- the edge's labels --------------------------------------------------------------------------------------
 
 def embed_meeting(meeting: Meeting, encoder: Any, *, oracle: bool = False,
-                  change_threshold: float | None = None) -> Embedded:
+                  change_threshold: float | None = None, cutting: Cutting | None = None) -> Embedded:
     """The edge's VAD utterances embedded; with `oracle`, the reference turns instead (what the clustering
-    alone gets right, when no utterance holds two speakers); with `change_threshold`, each utterance cut
-    where the voice changes inside it first, as the edge does (`edge.speakers.speaker_turns`)."""
+    alone gets right, when no utterance holds two speakers); with `cutting` (or `change_threshold`, the
+    edge's cutting at that threshold), each utterance cut where the voice changes inside it first, as the
+    edge does (`edge.speakers.speaker_turns`)."""
     from meetmem.edge.speakers import speaker_turns
     from meetmem.edge.vad import segment
+
+    if cutting is None and change_threshold is not None:
+        cutting = edge_cutting(change_threshold)
 
     spans, embeddings = [], []
     turns: list[tuple[float, list[Any]]] = []
@@ -212,48 +371,107 @@ def embed_meeting(meeting: Meeting, encoder: Any, *, oracle: bool = False,
             embeddings.append(encoder.embed(audio))
     else:
         for utterance in segment(meeting.samples):
-            if change_threshold is None:
+            if cutting is None:
                 spans.append((utterance.start, utterance.end))
                 embeddings.append(encoder.embed(utterance.audio))
                 continue
-            turns.append((utterance.start, speaker_turns(encoder, utterance.audio, change_threshold)))
+            turns.append((utterance.start, speaker_turns(encoder, utterance.audio, cutting.change, cutting.short,
+                                                         max_turns=cutting.max_turns,
+                                                         candidates=cutting.candidates)))
     return Embedded(meeting, spans, embeddings, time.process_time() - started,
-                    turns if change_threshold is not None else None)
+                    turns if cutting is not None else None)
 
 
 def label(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None) -> list[Turn]:
     """The tracker's labels for the embedded utterances, in order (the encoder is not run again)."""
+    return _labelled(embedded, threshold, wearer)[0]
+
+
+def _labelled(embedded: Embedded, threshold: float,
+              wearer: np.ndarray | None = None) -> tuple[list[Turn], list[tuple[float, float]], list[float]]:
+    """`label`'s turns, the utterances' spans, and where an utterance was cut (seconds)."""
     from meetmem.edge.speakers import SpeakerOptions, SpeakerTracker
 
     tracker = SpeakerTracker(encoder=None, options=SpeakerOptions(threshold=threshold, wearer_threshold=threshold),
                              wearer=wearer)  # type: ignore[arg-type]
     if embedded.turns is not None:
-        out = []
+        out, spans, cuts = [], [], []
         for at, candidates in embedded.turns:
-            for turn in tracker.merge_same(candidates):
+            spans.append((at + candidates[0].start / SR, at + candidates[-1].end / SR))
+            for i, turn in enumerate(tracker.merge_same(candidates)):
                 start, end = at + turn.start / SR, at + turn.end / SR
                 out.append((start, end, tracker.assign(turn.embedding, end - start)))
-        return out
-    return [(start, end, tracker.assign(e, end - start))
-            for (start, end), e in zip(embedded.spans, embedded.embeddings, strict=True)]
+                if i:
+                    cuts.append(start)
+        return out, spans, cuts
+    turns = [(start, end, tracker.assign(e, end - start))
+             for (start, end), e in zip(embedded.spans, embedded.embeddings, strict=True)]
+    return turns, list(embedded.spans), []
+
+
+#: A cut this close to a change of speaker in the reference found it.
+CUT_TOLERANCE_S = 0.25
+
+
+def changes(reference: Sequence[Turn]) -> list[tuple[float, float]]:
+    """Where the reference's speaker changes, as intervals: the gap between two people's turns, or the
+    overlap when the second starts before the first ends."""
+    ordered = sorted(reference)
+    return [(min(end, start), max(end, start))
+            for (_, end, who), (start, _, nxt) in zip(ordered, ordered[1:], strict=False) if who != nxt]
+
+
+def cut_stats(reference: Sequence[Turn], spans: Sequence[tuple[float, float]], cuts: Sequence[float]) -> dict[str, Any]:
+    """How the cuts inside utterances match the reference's changes of speaker: a cut further than
+    `CUT_TOLERANCE_S` from every change (`changes`) is false (one person's speech split in two); a change
+    inside an utterance (its middle not within the tolerance of the utterance's ends) is found when a cut
+    is that close. An utterance of one voice (no change inside) that was cut is counted too."""
+    moments = changes(reference)
+
+    def near(cut: float, change: tuple[float, float]) -> bool:
+        return change[0] - CUT_TOLERANCE_S <= cut <= change[1] + CUT_TOLERANCE_S
+
+    inside = [c for c in moments
+              if any(a + CUT_TOLERANCE_S < (c[0] + c[1]) / 2 < b - CUT_TOLERANCE_S for a, b in spans)]
+    false = [c for c in cuts if not any(near(c, m) for m in moments)]
+    one_voice = [(a, b) for a, b in spans if not any(a < (m[0] + m[1]) / 2 < b for m in moments)]
+    return {"cuts": len(cuts), "false_cuts": len(false),
+            "changes_inside_utterances": len(inside),
+            "changes_found": sum(any(near(c, m) for c in cuts) for m in inside),
+            "one_voice_utterances": len(one_voice),
+            "one_voice_utterances_cut": sum(any(a < c < b for c in cuts) for a, b in one_voice)}
 
 
 def score(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None) -> dict[str, Any]:
-    hypothesis = label(embedded, threshold, wearer)
-    result = diarization_error(embedded.meeting.reference, hypothesis)
-    ref_count = len({t[2] for t in embedded.meeting.reference})
+    hypothesis, spans, cuts = _labelled(embedded, threshold, wearer)
+    reference = embedded.meeting.reference
+    result = diarization_error(reference, hypothesis)
+    no_collar = diarization_error(reference, hypothesis, collar=0.0)
+    ref_count = len({t[2] for t in reference})
     hyp_count = len({t[2] for t in hypothesis})
     return {"meeting": embedded.meeting.name, "kind": embedded.meeting.kind,
             "seconds": round(embedded.meeting.seconds, 1), "utterances": len(hypothesis),
             "speakers": ref_count, "labels": hyp_count, "count_right": ref_count == hyp_count,
-            **result.public()}
+            **result.public(), "der_no_collar": round(no_collar.der, 4),
+            "no_collar_errors_s": round(no_collar.missed + no_collar.false_alarm + no_collar.confusion, 2),
+            "no_collar_scored_s": round(no_collar.scored, 2), **cut_stats(reference, spans, cuts)}
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     scored = sum(r["scored_s"] for r in rows)
     errors = sum(r["missed_s"] + r["false_alarm_s"] + r["confusion_s"] for r in rows)
+    loose = sum(r["no_collar_scored_s"] for r in rows)
+    cuts = sum(r["cuts"] for r in rows)
+    inside = sum(r["changes_inside_utterances"] for r in rows)
+    one_voice = sum(r["one_voice_utterances"] for r in rows)
     return {"meetings": len(rows), "der_pooled": round(errors / scored, 4) if scored else None,
+            "der_pooled_no_collar": round(sum(r["no_collar_errors_s"] for r in rows) / loose, 4) if loose else None,
             "der_mean": round(float(np.mean([r["der"] for r in rows])), 4),
+            "cuts": cuts, "false_cuts": sum(r["false_cuts"] for r in rows),
+            "false_cut_rate": round(sum(r["false_cuts"] for r in rows) / cuts, 3) if cuts else None,
+            "changes_inside_utterances": inside,
+            "change_recall": round(sum(r["changes_found"] for r in rows) / inside, 3) if inside else None,
+            "one_voice_utterances_cut": f"{sum(r['one_voice_utterances_cut'] for r in rows)}/{one_voice}",
             "speaker_count_accuracy": round(sum(r["count_right"] for r in rows) / len(rows), 3),
             "speaker_count_abs_error_mean": round(float(np.mean([abs(r["labels"] - r["speakers"]) for r in rows])), 2)}
 
@@ -364,6 +582,17 @@ def _worker(wav: str) -> dict[str, Any]:
         peak = max(peak, _rss_mb())
     cpu = time.process_time() - cpu
     wall = time.perf_counter() - wall
+    from meetmem.edge.speakers import speaker_turns
+
+    cut_cpu: dict[str, float] = {}
+    turns: dict[str, int] = {}
+    for way, cutting in (("single_cut", SINGLE_CUT), ("multi_cut", edge_cutting())):
+        started = time.process_time()
+        turns[way] = sum(len(speaker_turns(encoder, u.audio, cutting.change, cutting.short,
+                                           max_turns=cutting.max_turns, candidates=cutting.candidates))
+                         for u in utterances)
+        cut_cpu[way] = time.process_time() - started
+        peak = max(peak, _rss_mb())
     speech = sum(len(u.audio) for u in utterances) / SR
     audio = len(samples) / SR
     return {"audio_s": round(audio, 1), "speech_s": round(speech, 1), "utterances": len(utterances),
@@ -372,7 +601,10 @@ def _worker(wav: str) -> dict[str, Any]:
             "embed_cpu_s": round(cpu, 2), "embed_wall_s": round(wall, 2),
             "cpu_pct_of_one_core": round(100 * cpu / audio, 2),
             "ms_per_utterance": round(1000 * cpu / max(1, len(utterances)), 1),
-            "cpu_s_per_speech_s": round(cpu / speech, 4) if speech else None}
+            "cpu_s_per_speech_s": round(cpu / speech, 4) if speech else None,
+            **{f"{way}_cpu_s": round(c, 2) for way, c in cut_cpu.items()},
+            **{f"{way}_cpu_pct_of_one_core": round(100 * c / audio, 2) for way, c in cut_cpu.items()},
+            **{f"{way}_turns": n for way, n in turns.items()}}
 
 
 def resources(wav: Path, threads: int) -> dict[str, Any]:
@@ -409,6 +641,39 @@ def split_report(args: argparse.Namespace, encoder: Any, generated: list[Meeting
             "held_out": [score(e, best) for e in held_out],
             "held_out_at_default": [score(e, args.default_threshold) for e in held_out],
             "embed_cpu_s_per_audio_s_in_process": round(sum(e.cpu_seconds for e in tuning + held_out) / seconds, 4)}
+
+
+def cutting_report(args: argparse.Namespace, encoder: Any, groups: dict[str, list[Meeting]],
+                   best: float) -> dict[str, Any]:
+    """Before and after more than one cut per utterance: each group of meetings whole (no cut), cut once at
+    most (`SINGLE_CUT`), and cut as the edge cuts now (`edge_cutting`), at the edge's default clustering
+    threshold and at the one best on the generated meetings; the short-turn threshold swept on the tuning
+    groups (generated, rapid)."""
+    after = edge_cutting()
+    ways: dict[str, Cutting | None] = {"whole_utterances": None, "single_cut": SINGLE_CUT, "multi_cut": after}
+    out: dict[str, Any] = {"single_cut": SINGLE_CUT.public(), "multi_cut": after.public(),
+                           "cut_tolerance_s": CUT_TOLERANCE_S, "groups": {}}
+    cpu: dict[str, float] = {}
+    seconds = sum(m.seconds for ms in groups.values() for m in ms)
+    for group, meetings in groups.items():
+        rows: dict[str, Any] = {}
+        for way, cutting in ways.items():
+            embedded = [embed_meeting(m, encoder, cutting=cutting) for m in meetings]
+            cpu[way] = cpu.get(way, 0.0) + sum(e.cpu_seconds for e in embedded)
+            at_default = [score(e, args.default_threshold) for e in embedded]
+            rows[way] = {"at_default_threshold": _summary(at_default),
+                         "at_best_threshold": _summary([score(e, best) for e in embedded]),
+                         "meetings_at_default": [{k: v for k, v in r.items() if k != "mapping"} for r in at_default]}
+        out["groups"][group] = rows
+    out["embed_cpu_s_per_audio_s_in_process"] = {way: round(c / seconds, 4) for way, c in cpu.items()}
+    sweep: dict[str, Any] = {}
+    for short in (float(t) for t in args.short_change_thresholds.split(",") if t.strip()):
+        cutting = edge_cutting(short=short)
+        sweep[str(short)] = {group: _summary([score(embed_meeting(m, encoder, cutting=cutting), args.default_threshold)
+                                              for m in groups[group]])
+                             for group in ("generated", "rapid") if group in groups}
+    out["short_change_threshold_sweep_at_default"] = sweep
+    return out
 
 
 # -- the command ------------------------------------------------------------------------------------------
@@ -467,6 +732,14 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
                                                         / sum(e.meeting.seconds for e in tuning + held_out), 4),
         }
         report["split_at_voice_change"] = split_report(args, encoder, generated, others, best)
+        groups: dict[str, list[Meeting]] = {"generated": generated, "demo": others[:1], "mixed": others[1:]}
+        if args.data and args.rapid:
+            say(f"{args.rapid} quick conversations of real recorded people ...")
+            groups["rapid"] = rapid_meetings(Path(args.data), args.rapid, args.seed)
+        if args.rttm:
+            groups["recorded"] = rttm_meetings(Path(args.rttm))
+        say("whole utterances, one cut, several cuts ...")
+        report["turn_cutting"] = cutting_report(args, encoder, {g: ms for g, ms in groups.items() if ms}, best)
         if args.asr:
             from meetmem.edge.asr import ASROptions, WhisperASR
 
@@ -519,6 +792,13 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                         "speakers' turns (default: the edge's, edge.speakers.CHANGE_THRESHOLD)")
     p.add_argument("--change-thresholds", default="0.7,0.75,0.8,0.85",
                    help="change thresholds tried on the generated meetings ('' to skip the sweep)")
+    p.add_argument("--rapid", type=int, default=6,
+                   help="with --data: quick conversations of 3-4 real recorded people built from the clips "
+                        "(short turns, turns 0.1-0.45 s apart, some overlapping; default 6, 0 to skip)")
+    p.add_argument("--rttm", default=None, metavar="DIR",
+                   help="recordings with reference turns: every NAME.wav under DIR with NAME.rttm beside it")
+    p.add_argument("--short-change-thresholds", default="0.35,0.45,0.55",
+                   help="short-turn change thresholds tried on the generated and quick meetings ('' to skip)")
     p.add_argument("--asr", default=None, metavar="MODEL",
                    help="also run the whole edge (VAD, speaker turns, Whisper MODEL, cleaning) on the held-out "
                         "meetings and --asr-generated generated ones, without and with the cut: DER of the stored "

@@ -74,6 +74,53 @@ def test_one_voice_stays_one_turn(encoder: speakers.VoiceEncoder, make_speech: C
         assert tracker.assign(turns[0].embedding, utterance.duration) == "S1"
 
 
+LONG = ("So the plan is simple, we ship the pilot in March, we review the numbers in April, and then, if the "
+        "battery holds, we order the second batch.")
+
+
+def test_three_voices_in_one_utterance_are_cut_twice(encoder: speakers.VoiceEncoder,
+                                                     make_speech: Callable[..., Any],
+                                                     join_speech: Callable[..., Any]) -> None:
+    talk = join_speech([make_speech(FIRST, voice="en-us"), make_speech(SECOND, voice="en+f2"),
+                        make_speech(FIRST, voice="en+f4")], gap=GAP, name="three_in_one")
+    utterance = _utterance(talk)
+    tracker = _known(encoder, make_speech, "en-us", "en+f2", "en+f4")
+    turns = tracker.turns(utterance.audio)
+    assert len(turns) == 3, [(t.start, t.end) for t in turns]
+    for turn, (end, start) in zip(turns, zip([s[1] for s in talk.spans], [s[0] for s in talk.spans[1:]],
+                                             strict=False), strict=False):
+        cut = utterance.start + turn.end / 16000
+        assert end - 0.05 <= cut <= start + 0.05, (cut, end, start)
+    assert [t.start for t in turns[1:]] == [t.end for t in turns[:-1]] and turns[-1].end == len(utterance.audio)
+    assert [tracker.assign(t.embedding, 3.0) for t in turns] == ["S1", "S2", "S3"]
+    # The single cut of before: at most two turns.
+    assert len(speakers.speaker_turns(encoder, utterance.audio, 0.8, max_turns=2)) == 2
+
+
+def test_one_speakers_long_sentence_with_pauses_is_not_cut(encoder: speakers.VoiceEncoder,
+                                                           make_speech: Callable[..., Any],
+                                                           join_speech: Callable[..., Any]) -> None:
+    for voice in ("en-us", "en+f2"):
+        utterance = _utterance(join_speech([make_speech(LONG, voice=voice)], name=f"long_{voice}"))
+        assert len(speakers.pauses(speakers.raised_level(utterance.audio))) >= 4  # places it could be cut
+        assert len(speakers.speaker_turns(encoder, utterance.audio, speakers.CHANGE_THRESHOLD)) == 1
+        for tracker in (speakers.SpeakerTracker(encoder, OPTIONS), _known(encoder, make_speech, voice, "en+f4")):
+            assert [(t.start, t.end) for t in tracker.turns(utterance.audio)] == [(0, len(utterance.audio))]
+
+
+def test_pieces_embedded_in_one_batch_match_one_at_a_time(encoder: speakers.VoiceEncoder,
+                                                         make_speech: Callable[..., Any]) -> None:
+    first = make_speech(FIRST, voice="en-us").samples.astype(np.float32) / 32768.0
+    second = make_speech(SECOND, voice="en+f2").samples.astype(np.float32) / 32768.0
+    together = encoder.embed_many([first, second, first[:16000]])
+    assert np.allclose(together[0], encoder.embed(first), atol=1e-5)
+    assert np.allclose(together[1], encoder.embed(second), atol=1e-5)
+    assert np.allclose(together[2], encoder.embed(first[:16000]), atol=1e-5)  # padded, as embed pads
+    # A short piece repeated to fill a partial ends on its voice: closer to the rest of that voice.
+    short = encoder.embed_many([first[:12000]], repeat_short=True)[0]
+    assert float(short @ together[0]) > float(short @ together[1])
+
+
 def test_the_agent_stores_two_segments_with_their_own_labels_and_words(
         tiny_asr: Any, encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any],
         join_speech: Callable[..., Any], tmp_path: Path) -> None:

@@ -73,3 +73,69 @@ def test_one_generated_meeting_end_to_end(tmp_path: Path) -> None:
     assert edge["utterances"] <= len(meeting.reference) and edge["der"] < 0.5, edge
     cut = bench.score(bench.embed_meeting(meeting, encoder, change_threshold=0.8), 0.88)
     assert edge["utterances"] <= cut["utterances"] <= len(meeting.reference) and cut["der"] < 0.5, cut
+
+
+def test_cuts_are_scored_against_the_references_changes_of_speaker() -> None:
+    reference = [(0.0, 2.0, "A"), (2.3, 3.0, "B"), (3.2, 6.0, "A"), (5.8, 7.0, "B"), (8.0, 12.0, "B")]
+    assert bench.changes(reference) == [(2.0, 2.3), (3.0, 3.2), (5.8, 6.0)]  # gaps, and an overlap
+    spans = [(0.0, 7.0), (8.0, 12.0)]  # the VAD's utterances: one holds every change, one is B alone
+    stats = bench.cut_stats(reference, spans, [2.4, 4.6, 10.0])
+    assert stats == {"cuts": 3, "false_cuts": 2, "changes_inside_utterances": 3, "changes_found": 1,
+                     "one_voice_utterances": 1, "one_voice_utterances_cut": 1}
+    assert bench.cut_stats(reference, spans, [])["changes_found"] == 0
+
+
+def test_recordings_with_rttm_references(tmp_path: Path) -> None:
+    import wave
+
+    samples = (np.random.default_rng(1).normal(0, 2000, 3 * bench.SR)).astype("<i2")
+    with wave.open(str(tmp_path / "call.wav"), "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(bench.SR)
+        writer.writeframes(samples.tobytes())
+    (tmp_path / "call.rttm").write_text("SPEAKER call 1 1.500 0.700 <NA> <NA> b <NA> <NA>\n"
+                                        "SPEAKER call 1 0.200 1.000 <NA> <NA> a <NA> <NA>\n")
+    (meeting,) = bench.rttm_meetings(tmp_path)
+    assert meeting.name == "rttm-call" and meeting.kind == "recorded" and len(meeting.samples) == 3 * bench.SR
+    assert [(round(a, 3), round(b, 3), w) for a, b, w in meeting.reference] == [(0.2, 1.2, "a"), (1.5, 2.2, "b")]
+    (tmp_path / "bad.rttm").write_text("SPEAKER bad 1 x 0.7 <NA> <NA> b\n")
+    with pytest.raises(ValueError, match="bad.rttm:1"):
+        bench.read_rttm(tmp_path / "bad.rttm")
+    with pytest.raises(FileNotFoundError, match="NAME.rttm"):
+        bench.rttm_meetings(tmp_path / "nothing")
+
+
+def test_real_speech_is_cut_into_short_and_long_pieces() -> None:
+    rng = np.random.default_rng(2)
+    speech = rng.normal(0, 3000, 20 * bench.SR).astype(np.int16)
+    for at in range(bench.SR, 20 * bench.SR, bench.SR // 2):  # a quiet 50 ms every half second
+        speech[at:at + 800] = 0
+    pieces = bench._pieces(speech, random.Random(3))
+    assert sum(len(p) for p in pieces) == len(speech) and len(pieces) >= 6
+    assert min(len(p) for p in pieces) >= 0.5 * bench.SR and any(len(p) < 1.6 * bench.SR for p in pieces)
+    padded = np.concatenate([np.zeros(3200, np.int16), speech[:bench.SR], np.zeros(1600, np.int16)])
+    assert bench._speech_span(padded) == (3200, 3200 + bench.SR)
+
+
+def test_a_turn_too_short_to_start_a_voice_is_joined_to_the_voice_it_would_get() -> None:
+    from meetmem.edge.speakers import SpeakerOptions, SpeakerTracker, SpeakerTurn
+
+    eye = np.eye(256, dtype=np.float32)
+    a, b = eye[0], eye[1]
+    near_a = (eye[0] + 1.2 * eye[3]) / np.linalg.norm(eye[0] + 1.2 * eye[3])  # 0.64 alike: no known voice
+    sr = 16000
+    tracker = SpeakerTracker(encoder=None, options=SpeakerOptions(threshold=0.75))  # type: ignore[arg-type]
+    tracker.assign(a, 3.0)
+    tracker.assign(b, 3.0)
+    assert tracker.peek(near_a) is None and tracker.peek(near_a, 0.8) == "S1" and tracker.peek(near_a, 2.0) is None
+    # 0.8 s would join S1, the voice before it: the cut is undone, not kept as a split of one voice.
+    short = tracker.merge_same([SpeakerTurn(0, 3 * sr, a), SpeakerTurn(3 * sr, int(3.8 * sr), near_a)])
+    assert [(t.start, t.end) for t in short] == [(0, int(3.8 * sr))]
+    # 2 s is trusted: it would start a voice, and is unlike the side before it (0.64 < 0.7), so it stays cut.
+    long = tracker.merge_same([SpeakerTurn(0, 3 * sr, a), SpeakerTurn(3 * sr, 5 * sr, near_a)])
+    assert [(t.start, t.end) for t in long] == [(0, 3 * sr), (3 * sr, 5 * sr)]
+    # A short answer between two known voices keeps its own turn: A, B, A.
+    three = tracker.merge_same([SpeakerTurn(0, 3 * sr, a), SpeakerTurn(3 * sr, int(3.9 * sr), b),
+                                SpeakerTurn(int(3.9 * sr), 6 * sr, a)])
+    assert len(three) == 3
