@@ -49,6 +49,11 @@ PARTIAL_QUIET_MS = 240
 #: words of every final, stay exactly what the 600 ms rule gives (no sentence split at a short breath);
 #: only the waiting overlaps. 270 ms is past the 240 ms after which no partial pass starts.
 SPECULATE_AFTER_MS = 270
+#: Live input: an utterance whose speech has lasted this long ends at its next pause of
+#: `VADOptions.cut_pause_ms` (120 ms) instead of 600 ms, so a long stretch of talk is transcribed in pieces
+#: while the speaker goes on, and when they stop only the last piece is left to transcribe: what ends next
+#: never queues behind a 20 s transcription. Files keep whole utterances (packing makes them cheap).
+LIVE_CUT_AFTER_S = 8.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,8 @@ class CaptureOptions:
         language_policy: how often a detected language is detected again.
         speculate_after_ms: live input: transcribe an utterance once its closing pause has lasted this long,
             before the VAD closes it (`SPECULATE_AFTER_MS`); None: only once closed.
+        live_cut_after_s: live input: `VADOptions.cut_after_s` (`LIVE_CUT_AFTER_S`): a long utterance ends at
+            a short pause once its speech has lasted this long; None: as a file (`vad` as given).
     """
 
     meeting_id: str
@@ -79,6 +86,13 @@ class CaptureOptions:
     pack_seconds: float = 24.0
     language_policy: LanguageOptions = field(default_factory=LanguageOptions)
     speculate_after_ms: int | None = SPECULATE_AFTER_MS
+    live_cut_after_s: float | None = LIVE_CUT_AFTER_S
+
+    def vad_for(self, live: bool) -> VADOptions:
+        """The segmentation for this input: live input is cut at short pauses once long (`live_cut_after_s`)."""
+        if not live or self.live_cut_after_s is None or self.vad.cut_after_s is not None:
+            return self.vad
+        return dataclasses.replace(self.vad, cut_after_s=min(self.live_cut_after_s, self.vad.max_utterance_s / 2))
 
 
 @dataclass
@@ -201,7 +215,7 @@ class CaptureAgent:
             log.info("resuming %s of meeting %s at %.2f s", source, meeting, done_until)
         status = self.status
         status.resumed_at = status.audio_time = done_until
-        vad = VADSegmenter(self.options.vad, wall_clock_anchor=anchor)
+        vad = VADSegmenter(self.options.vad_for(live or anchor is not None), wall_clock_anchor=anchor)
         base = offset + skip / SAMPLE_RATE
         heard = _skip(chunks, skip)
         if self.on_audio is not None:

@@ -179,52 +179,64 @@ def continuous_meeting(audio: Path, reference: list[dict[str, Any]], folder: Pat
 def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]], *,
                  chunks: Sequence[float] = (1.0,), embedder: str = "minilm", partials: bool = True,
                  continuous: bool = True, partial_models: Sequence[str] = ("tiny.en", "base"),
-                 without_speculation: bool = True) -> dict[str, Any]:
+                 without_speculation: bool = True, without_live_cuts: bool = True) -> dict[str, Any]:
     """The meeting at speaking pace into a real cloud: once per chunk length (1 s is what `edge run
     --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions by tiny.en on;
     then, in 0.1 s chunks, with partials by each other model of `partial_models` (base: the finals' own
     model, no second one loaded), without partials (what they cost the finals), without partials nor
-    speculative finals (what speculation saves, in the same run), and the continuous-speech meeting."""
+    speculative finals (what speculation saves, in the same run), without live cuts (a long utterance
+    transcribed whole once it ends: what cutting it while the speaker goes on saves), and the continuous-speech
+    meeting, with and without live cuts."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-cloud-") as tmp:
         db = Path(tmp) / "cloud.db"
         token = create_token(db)
         cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
         first = partial_models[0] if partial_models else PARTIALS["model"]
-        # name, audio, reference, chunk seconds, partial model (None: off), speculative finals
-        runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool]] = [
-            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True) for chunk in chunks]
+        # name, audio, reference, chunk seconds, partial model (None: off), speculative finals, live cuts
+        runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool, bool]] = [
+            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True, True)
+            for chunk in chunks]
         if partials:
-            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True)
+            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True, True)
                      for model in partial_models[1:]]
-            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True))
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True, True))
+        if without_live_cuts:
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_live_cuts", audio, reference, chunks[-1],
+                         None, True, False))
         if without_speculation:
             runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_speculation", audio, reference, chunks[-1],
-                         None, False))
+                         None, False, True))
         if continuous:
             spliced, spliced_reference = continuous_meeting(audio, reference, Path(tmp))
             runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1],
-                         first if partials else None, True))
+                         first if partials else None, True, True))
+            if without_live_cuts:
+                runs.append((f"continuous_chunks_{chunks[-1]:g}s_without_live_cuts", spliced, spliced_reference,
+                             chunks[-1], first if partials else None, True, False))
         _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
         try:
             cloud.start()
             ready_s = cloud.wait_ready(600.0)
             at_ready = cloud.figures()
-            for name, path, ref, chunk, partial_model, speculate in runs:
+            for name, path, ref, chunk, partial_model, speculate, live_cuts in runs:
                 span = f"the first {cut:g} s" if cut and path == audio else "all of it"
                 captions = f"partials by {partial_model}" if partial_model else "no partials"
                 _note(ctx, f"latency: {name}: {path.name} at speaking pace ({span}) in {chunk:g} s chunks, base "
-                           f"beam 1 on 2 threads, {captions}{'' if speculate else ', no speculative finals'} "
+                           f"beam 1 on 2 threads, {captions}{'' if speculate else ', no speculative finals'}"
+                           f"{'' if live_cuts else ', no live cuts'} "
                            f"(load average {os.getloadavg()[0]:.1f}) ...")
                 result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True,
                                    "partials": {**PARTIALS, "model": partial_model} if partial_model else None,
                                    **({} if speculate else {"speculate_after_ms": None}),
+                                   **({} if live_cuts else {"live_cut_after_s": None}),
                                    "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
                                    "inputs": [{"path": str(path), "meeting": f"latency-{name}",
                                                "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
                 out[name] = latency_figures(result, ref)
                 out[name]["partials"] = partial_model
                 out[name]["speculative_finals_on"] = speculate
+                out[name]["live_cuts_on"] = live_cuts
                 out[name]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
                 _note(ctx, "  end of speech -> acknowledged minus own transcription p95 "
                            f"{out[name]['speech_end_to_ack_minus_own_transcription'].get('p95_ms')} ms; "
@@ -299,8 +311,14 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
 
     vad = VADOptions()
     closing = (vad.min_silence_ms - vad.hangover_ms) / 1000.0
-    due = {id(s): next((n / SAMPLE_RATE for n, _ in item["deliveries"] or []
-                        if n >= (s["end"] + (closing if found[id(s)] is not None else 0.0)) * SAMPLE_RATE),
+    # A segment the next one continues from its end was cut, not closed: at the limit (inside a reference
+    # utterance), or live in the middle of a short pause, once the speech after it began (as far after the
+    # cut as the speech before it ended before).
+    continued = {id(s) for s, following in zip(segs, segs[1:], strict=False)
+                 if abs(following["start"] - s["end"]) < 0.002}
+    emitted = {id(s): s["end"] + (closing if id(s) not in continued else max(0.0, s["end"] - speech[id(s)]))
+               if found[id(s)] is not None else s["end"] for s in segs}
+    due = {id(s): next((n / SAMPLE_RATE for n, _ in item["deliveries"] or [] if n >= emitted[id(s)] * SAMPLE_RATE),
                        item["audio_s"]) for s in segs}
     return {
         "segments": len(segs), "acknowledged": len(acked), "drained": item["drained"],
@@ -524,7 +542,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1),
                                          continuous=not args.quick,
                                          partial_models=("tiny.en",) if args.quick else ("tiny.en", "base"),
-                                         without_speculation=not args.quick)
+                                         without_speculation=not args.quick, without_live_cuts=True)
     if "glossary" in parts:
         # The whole meeting's glossary even for a part of it: the organiser lists it before the meeting.
         terms = meeting_glossary(load_reference(transcript, None)[0])
