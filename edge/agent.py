@@ -49,11 +49,13 @@ PARTIAL_QUIET_MS = 240
 #: words of every final, stay exactly what the 600 ms rule gives (no sentence split at a short breath);
 #: only the waiting overlaps. 270 ms is past the 240 ms after which no partial pass starts.
 SPECULATE_AFTER_MS = 270
-#: Live input: an utterance whose speech has lasted this long ends at its next pause of
-#: `VADOptions.cut_pause_ms` (120 ms) instead of 600 ms, so a long stretch of talk is transcribed in pieces
-#: while the speaker goes on, and when they stop only the last piece is left to transcribe: what ends next
-#: never queues behind a 20 s transcription. Files keep whole utterances (packing makes them cheap).
-LIVE_CUT_AFTER_S = 8.0
+#: Live input: once an utterance's speech has lasted this long, its next pause of at least
+#: `VADOptions.cut_pause_ms` (120 ms) that the speaker talks on after cuts it there, so a long stretch of talk
+#: is transcribed in pieces while the speaker goes on, and when they stop only the last piece is left to
+#: transcribe: what ends next queues behind that piece, not a 20 s transcription. 12 s, not less: cuts after
+#: 8 s raised the meeting's live WER from 0.198 to 0.203-0.208 (docs/BENCHMARKS.md). Files keep whole
+#: utterances (packing makes them cheap).
+LIVE_CUT_AFTER_S = 12.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +94,9 @@ class CaptureOptions:
         """The segmentation for this input: live input is cut at short pauses once long (`live_cut_after_s`)."""
         if not live or self.live_cut_after_s is None or self.vad.cut_after_s is not None:
             return self.vad
-        return dataclasses.replace(self.vad, cut_after_s=min(self.live_cut_after_s, self.vad.max_utterance_s / 2))
+        cut = self.live_cut_after_s
+        return dataclasses.replace(self.vad, cut_after_s=cut if cut < self.vad.max_utterance_s else
+                                   self.vad.max_utterance_s / 2)
 
 
 @dataclass

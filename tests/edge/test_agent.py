@@ -208,6 +208,10 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
     """Talk with no pause long enough to end an utterance is cut live at short pauses once it has run
     `live_cut_after_s`, some cuts inside a sentence: the pieces are contiguous in time, and the words across
     each cut come once, in order, as when the whole stretch is transcribed in one piece."""
+    from meetmem.edge.agent import LIVE_CUT_AFTER_S
+
+    defaults = CaptureOptions(meeting_id="m")  # live input is cut once long; a file keeps the VAD as given
+    assert defaults.vad_for(True).cut_after_s == LIVE_CUT_AFTER_S and defaults.vad_for(False).cut_after_s is None
     parts: list[np.ndarray] = [np.zeros(8000, dtype=np.int16)]
     breaths: list[tuple[float, bool]] = []  # where each breath starts, and whether it is inside a sentence
     for sentence in LONG_TALK:
