@@ -49,13 +49,6 @@ PARTIAL_QUIET_MS = 240
 #: words of every final, stay exactly what the 600 ms rule gives (no sentence split at a short breath);
 #: only the waiting overlaps. 270 ms is past the 240 ms after which no partial pass starts.
 SPECULATE_AFTER_MS = 270
-#: Live input: once an utterance's speech has lasted this long, its next pause of at least
-#: `VADOptions.cut_pause_ms` (120 ms) that the speaker talks on after cuts it there, so a long stretch of talk
-#: is transcribed in pieces while the speaker goes on, and when they stop only the last piece is left to
-#: transcribe: what ends next queues behind that piece, not a 20 s transcription. 12 s, not less: cuts after
-#: 8 s raised the meeting's live WER from 0.198 to 0.203-0.208 (docs/BENCHMARKS.md). Files keep whole
-#: utterances (packing makes them cheap).
-LIVE_CUT_AFTER_S = 12.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +69,13 @@ class CaptureOptions:
         language_policy: how often a detected language is detected again.
         speculate_after_ms: live input: transcribe an utterance once its closing pause has lasted this long,
             before the VAD closes it (`SPECULATE_AFTER_MS`); None: only once closed.
-        live_cut_after_s: live input: `VADOptions.cut_after_s` (`LIVE_CUT_AFTER_S`): a long utterance ends at
-            a short pause once its speech has lasted this long; None: as a file (`vad` as given).
+        live_cut_after_s: live input: `VADOptions.cut_after_s`: once an utterance's speech has lasted this
+            long, its next pause of `VADOptions.cut_pause_ms` (120 ms) that the speaker talks on after cuts it,
+            so a long stretch is transcribed in pieces while the speaker goes on. None (the default): live
+            input is segmented as a file is. Off because, measured on a loaded 2-core machine at 12 s, it did
+            not lower the finals' p95 (each cut is one more Whisper window, +11-24 % CPU) and cost a little
+            WER (live meeting 0.198 -> 0.200; 0.203-0.208 at 8 s): docs/BENCHMARKS.md, "Issue 19: finals that
+            do not queue". The latency bench runs it beside the default.
     """
 
     meeting_id: str
@@ -88,10 +86,11 @@ class CaptureOptions:
     pack_seconds: float = 24.0
     language_policy: LanguageOptions = field(default_factory=LanguageOptions)
     speculate_after_ms: int | None = SPECULATE_AFTER_MS
-    live_cut_after_s: float | None = LIVE_CUT_AFTER_S
+    live_cut_after_s: float | None = None
 
     def vad_for(self, live: bool) -> VADOptions:
-        """The segmentation for this input: live input is cut at short pauses once long (`live_cut_after_s`)."""
+        """The segmentation for this input: live input is cut at short pauses once long when `live_cut_after_s`
+        is set; a file is segmented as `vad` says."""
         if not live or self.live_cut_after_s is None or self.vad.cut_after_s is not None:
             return self.vad
         cut = self.live_cut_after_s

@@ -12,11 +12,12 @@ An utterance starts when enough of the recent frames are voiced (`onset_window_m
 `max_utterance_s` is cut (at its latest pause when there is one) so recognition latency stays bounded;
 one whose speech spans less than `min_utterance_ms` is dropped as a click or a cough.
 
-Live input also sets `cut_after_s`: once an utterance's speech has lasted that long, the first pause of at
-least `cut_pause_ms` after which the speaker goes on cuts it, in the middle of the pause, so a speaker who
-talks on is transcribed in pieces while still talking and only a short tail is left when they stop. The
-pieces are contiguous (the next one starts at the cut, nothing falls between them), and a pause that lasts
-`min_silence_ms` still ends the utterance as before, with its hangover.
+Live input may set `cut_after_s` (`CaptureOptions.live_cut_after_s`, off by default): once an utterance's
+speech has lasted that long, the first pause of at least `cut_pause_ms` after which the speaker goes on cuts
+it, in the middle of the pause, so a speaker who talks on is transcribed in pieces while still talking and
+only a short tail is left when they stop. The pieces are contiguous (the next one starts at the cut, nothing
+falls between them), and a pause that lasts `min_silence_ms` still ends the utterance as before, with its
+hangover.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class VADOptions:
         max_utterance_s: an utterance is cut at this length (Whisper's window is 30 s).
         cut_after_s: once an utterance's speech has lasted this long, a pause of `cut_pause_ms` followed by
             more speech cuts it (in the pause's middle); None: never (a file: packing makes long utterances
-            cheap; live input: the capture agent sets it, `CaptureOptions.live_cut_after_s`).
+            cheap; live input: `CaptureOptions.live_cut_after_s`).
         cut_pause_ms: the pause that cuts an utterance past `cut_after_s`.
         min_utterance_ms: utterances whose voiced span is shorter are dropped.
         onset_window_ms, onset_ratio: speech starts when this share of the frames in the window is voiced.

@@ -208,10 +208,9 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
     """Talk with no pause long enough to end an utterance is cut live at short pauses once it has run
     `live_cut_after_s`, some cuts inside a sentence: the pieces are contiguous in time, and the words across
     each cut come once, in order, as when the whole stretch is transcribed in one piece."""
-    from meetmem.edge.agent import LIVE_CUT_AFTER_S
-
-    defaults = CaptureOptions(meeting_id="m")  # live input is cut once long; a file keeps the VAD as given
-    assert defaults.vad_for(True).cut_after_s == LIVE_CUT_AFTER_S and defaults.vad_for(False).cut_after_s is None
+    cutting = CaptureOptions(meeting_id="m", live_cut_after_s=12.0)  # live input is cut; a file never is
+    assert cutting.vad_for(True).cut_after_s == 12.0 and cutting.vad_for(False).cut_after_s is None
+    assert CaptureOptions(meeting_id="m").vad_for(True).cut_after_s is None  # off by default
     parts: list[np.ndarray] = [np.zeros(8000, dtype=np.int16)]
     breaths: list[tuple[float, bool]] = []  # where each breath starts, and whether it is inside a sentence
     for sentence in LONG_TALK:
