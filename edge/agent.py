@@ -70,6 +70,13 @@ class CaptureOptions:
         language_policy: how often a detected language is detected again.
         speculate_after_ms: live input: transcribe an utterance once its closing pause has lasted this long,
             before the VAD closes it (`SPECULATE_AFTER_MS`); None: only once closed.
+        live_cut_after_s: live input: `VADOptions.cut_after_s`: once an utterance's speech has lasted this
+            long, its next pause of `VADOptions.cut_pause_ms` (120 ms) that the speaker talks on after cuts it,
+            so a long stretch is transcribed in pieces while the speaker goes on. None (the default): live
+            input is segmented as a file is. Off because, measured on a loaded 2-core machine at 12 s, it did
+            not lower the finals' p95 (each cut is one more Whisper window, +11-24 % CPU) and cost a little
+            WER (live meeting 0.198 -> 0.200; 0.203-0.208 at 8 s): docs/BENCHMARKS.md, "Issue 19: finals that
+            do not queue". The latency bench runs it beside the default.
     """
 
     meeting_id: str
@@ -80,6 +87,16 @@ class CaptureOptions:
     pack_seconds: float = 24.0
     language_policy: LanguageOptions = field(default_factory=LanguageOptions)
     speculate_after_ms: int | None = SPECULATE_AFTER_MS
+    live_cut_after_s: float | None = None
+
+    def vad_for(self, live: bool) -> VADOptions:
+        """The segmentation for this input: live input is cut at short pauses once long when `live_cut_after_s`
+        is set; a file is segmented as `vad` says."""
+        if not live or self.live_cut_after_s is None or self.vad.cut_after_s is not None:
+            return self.vad
+        cut = self.live_cut_after_s
+        return dataclasses.replace(self.vad, cut_after_s=cut if cut < self.vad.max_utterance_s else
+                                   self.vad.max_utterance_s / 2)
 
 
 @dataclass
@@ -210,7 +227,7 @@ class CaptureAgent:
             log.info("resuming %s of meeting %s at %.2f s", source, meeting, done_until)
         status = self.status
         status.resumed_at = status.audio_time = done_until
-        vad = VADSegmenter(self.options.vad, wall_clock_anchor=anchor)
+        vad = VADSegmenter(self.options.vad_for(live or anchor is not None), wall_clock_anchor=anchor)
         base = offset + skip / SAMPLE_RATE
         heard = _skip(chunks, skip)
         if self.on_audio is not None:

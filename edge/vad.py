@@ -11,6 +11,13 @@ An utterance starts when enough of the recent frames are voiced (`onset_window_m
 `min_silence_ms` of unvoiced frames, `hangover_ms` after its last voiced frame. One longer than
 `max_utterance_s` is cut (at its latest pause when there is one) so recognition latency stays bounded;
 one whose speech spans less than `min_utterance_ms` is dropped as a click or a cough.
+
+Live input may set `cut_after_s` (`CaptureOptions.live_cut_after_s`, off by default): once an utterance's
+speech has lasted that long, the first pause of at least `cut_pause_ms` after which the speaker goes on cuts
+it, in the middle of the pause, so a speaker who talks on is transcribed in pieces while still talking and
+only a short tail is left when they stop. The pieces are contiguous (the next one starts at the cut, nothing
+falls between them), and a pause that lasts `min_silence_ms` still ends the utterance as before, with its
+hangover.
 """
 
 from __future__ import annotations
@@ -40,6 +47,10 @@ class VADOptions:
         hangover_ms: audio kept after the last voiced frame; at most `min_silence_ms`.
         min_silence_ms: unvoiced audio that ends an utterance.
         max_utterance_s: an utterance is cut at this length (Whisper's window is 30 s).
+        cut_after_s: once an utterance's speech has lasted this long, a pause of `cut_pause_ms` followed by
+            more speech cuts it (in the pause's middle); None: never (a file: packing makes long utterances
+            cheap; live input: `CaptureOptions.live_cut_after_s`).
+        cut_pause_ms: the pause that cuts an utterance past `cut_after_s`.
         min_utterance_ms: utterances whose voiced span is shorter are dropped.
         onset_window_ms, onset_ratio: speech starts when this share of the frames in the window is voiced.
         target_rms, max_gain: what webrtcvad hears is amplified (up to `max_gain`; 1 turns it off) so the
@@ -54,6 +65,8 @@ class VADOptions:
     hangover_ms: int = 200
     min_silence_ms: int = 600
     max_utterance_s: float = 20.0
+    cut_after_s: float | None = None
+    cut_pause_ms: int = 120
     min_utterance_ms: int = 200
     onset_window_ms: int = 150
     onset_ratio: float = 0.6
@@ -69,6 +82,10 @@ class VADOptions:
             raise ValueError("hangover_ms must not exceed min_silence_ms")
         if self.max_utterance_s * 1000 < 2 * self.min_silence_ms:
             raise ValueError("max_utterance_s is too short for min_silence_ms")
+        if self.cut_after_s is not None and not 0 < self.cut_after_s < self.max_utterance_s:
+            raise ValueError(f"cut_after_s must be positive and below max_utterance_s, not {self.cut_after_s}")
+        if not self.frame_ms <= self.cut_pause_ms <= self.min_silence_ms:
+            raise ValueError(f"cut_pause_ms must lie between frame_ms and min_silence_ms, not {self.cut_pause_ms}")
         if not 0 < self.onset_ratio <= 1:
             raise ValueError("onset_ratio must be in (0, 1]")
         if self.max_gain < 1 or self.target_rms <= 0:
@@ -158,6 +175,8 @@ class VADSegmenter:
         self._hangover = SAMPLE_RATE * opts.hangover_ms // 1000
         self._silence_frames = max(1, round(opts.min_silence_ms / opts.frame_ms))
         self._max_samples = int(opts.max_utterance_s * SAMPLE_RATE)
+        self._cut_after = None if opts.cut_after_s is None else int(opts.cut_after_s * SAMPLE_RATE)
+        self._cut_pause_frames = max(1, round(opts.cut_pause_ms / opts.frame_ms))
         self._min_voiced = SAMPLE_RATE * opts.min_utterance_ms // 1000
         self._level = 0.0  # recent peak frame RMS, for the VAD's gain
         self._level_decay = 0.5 ** (opts.frame_ms / 5000.0)
@@ -300,6 +319,13 @@ class VADSegmenter:
                 self._trim(end - self._padding - self._onset_frames * self._frame)
             return None
         if voiced:
+            if self._cut_after is not None and self._unvoiced_run >= self._cut_pause_frames and \
+                    self._voiced_end - self._start >= self._cut_after:
+                # Long enough, and the speaker goes on after a short pause: cut in the pause's middle, the
+                # speech from there on is the next utterance.
+                cut = self._emit(self._voiced_end + (begin - self._voiced_end) // 2, forced=True, paused=True)
+                self._voiced_first, self._voiced_end, self._unvoiced_run = begin, end, 0
+                return cut
             self._voiced_end = end
             self._unvoiced_run = 0
         else:
@@ -321,7 +347,7 @@ class VADSegmenter:
             return self._emit(cut, forced=True)
         return None
 
-    def _emit(self, end: int, *, forced: bool) -> Utterance | None:
+    def _emit(self, end: int, *, forced: bool, paused: bool = False) -> Utterance | None:
         start = self._start
         voiced_span = min(self._voiced_end, end) - self._voiced_first
         audio = self._slice(start, end)
@@ -342,7 +368,7 @@ class VADSegmenter:
         if too_short and not forced:
             logger.debug("dropped a %.2f s burst at %.2f s", voiced_span / SAMPLE_RATE, start / SAMPLE_RATE)
             return None
-        return Utterance(start, end, audio.astype(np.float32) / 32768.0, self.wall_clock_anchor, forced)
+        return Utterance(start, end, audio.astype(np.float32) / 32768.0, self.wall_clock_anchor, forced and not paused)
 
     def _slice(self, start: int, end: int) -> np.ndarray:
         """Samples [start, end) from the retained frames (and the pending tail at the stream's end)."""

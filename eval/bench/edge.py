@@ -144,6 +144,8 @@ def _speed_matrix(args: argparse.Namespace) -> list[tuple[str, int, int, str | N
 
 #: Partial captions in the latency runs: tiny.en (the smaller model) re-transcribing the utterance in progress.
 PARTIALS = {"model": "tiny.en", "cadence": 0.4}
+#: Live cuts as the latency part tries them beside the default (off): `CaptureOptions.live_cut_after_s`.
+LIVE_CUT_TRIAL_S = 12.0
 #: The pause left between reference utterances in the continuous-speech meeting.
 CONTINUOUS_GAP_S = 0.25
 
@@ -181,12 +183,15 @@ def continuous_meeting(audio: Path, reference: list[dict[str, Any]], folder: Pat
 def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]], *,
                  chunks: Sequence[float] = (1.0,), embedder: str = "minilm", partials: bool = True,
                  continuous: bool = True, partial_models: Sequence[str] = ("tiny.en", "base"),
-                 without_speculation: bool = True, partials_alongside: bool = False) -> dict[str, Any]:
+                 without_speculation: bool = True, partials_alongside: bool = False,
+                 with_live_cuts: bool = True) -> dict[str, Any]:
     """The meeting at speaking pace into a real cloud: once per chunk length (1 s is what `edge run
     --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions by tiny.en on;
     then, in 0.1 s chunks, with partials by each other model of `partial_models` (base: the finals' own
     model, no second one loaded), without partials (what they cost the finals), without partials nor
-    speculative finals (what speculation saves, in the same run), and the continuous-speech meeting.
+    speculative finals (what speculation saves, in the same run), with live cuts (a long utterance
+    cut at a short pause after `LIVE_CUT_TRIAL_S` and transcribed in pieces while the speaker goes on; off by
+    default), and the continuous-speech meeting, without and with live cuts.
 
     Partials by the finals' own model take turns with the finals (one call at a time); `partials_alongside`
     adds a column where that model is loaded with two workers sharing its weights, so passes run alongside
@@ -198,39 +203,49 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
         cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
         first = partial_models[0] if partial_models else PARTIALS["model"]
         # name, audio, reference, chunk seconds, partial model (None: off), speculative finals, workers of the
-        # finals' model (2: partials by that model run alongside the finals)
-        runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool, int]] = [
-            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True, 1) for chunk in chunks]
+        # finals' model (2: partials by that model run alongside the finals), live cuts
+        runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool, int, bool]] = [
+            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True, 1, False)
+            for chunk in chunks]
         if partials:
-            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True, 1)
+            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True, 1, False)
                      for model in partial_models[1:]]
             if partials_alongside:
                 runs.append((f"chunks_{chunks[-1]:g}s_partials_base_alongside", audio, reference, chunks[-1], "base",
-                             True, 2))
-            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True, 1))
+                             True, 2, False))
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True, 1,
+                         False))
+        if with_live_cuts:
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials_with_live_cuts", audio, reference, chunks[-1],
+                         None, True, 1, True))
         if without_speculation:
             runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_speculation", audio, reference, chunks[-1],
-                         None, False, 1))
+                         None, False, 1, False))
         if continuous:
             spliced, spliced_reference = continuous_meeting(audio, reference, Path(tmp))
             runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1],
-                         first if partials else None, True, 1))
+                         first if partials else None, True, 1, False))
+            if with_live_cuts:
+                runs.append((f"continuous_chunks_{chunks[-1]:g}s_with_live_cuts", spliced, spliced_reference,
+                             chunks[-1], first if partials else None, True, 1, True))
         _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
         try:
             cloud.start()
             ready_s = cloud.wait_ready(600.0)
             at_ready = cloud.figures()
-            for name, path, ref, chunk, partial_model, speculate, n_workers in runs:
+            for name, path, ref, chunk, partial_model, speculate, n_workers, live_cuts in runs:
                 span = f"the first {cut:g} s" if cut and path == audio else "all of it"
                 captions = f"partials by {partial_model}" if partial_model else "no partials"
                 if partial_model == "base":
                     captions += " alongside the finals" if n_workers > 1 else " taking turns with the finals"
                 _note(ctx, f"latency: {name}: {path.name} at speaking pace ({span}) in {chunk:g} s chunks, base "
-                           f"beam 1 on 2 threads, {captions}{'' if speculate else ', no speculative finals'} "
+                           f"beam 1 on 2 threads, {captions}{'' if speculate else ', no speculative finals'}"
+                           f"{f', live cuts after {LIVE_CUT_TRIAL_S:g} s' if live_cuts else ''} "
                            f"(load average {os.getloadavg()[0]:.1f}) ...")
                 result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True, "workers": n_workers,
                                    "partials": {**PARTIALS, "model": partial_model} if partial_model else None,
                                    **({} if speculate else {"speculate_after_ms": None}),
+                                   **({"live_cut_after_s": LIVE_CUT_TRIAL_S} if live_cuts else {}),
                                    "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
                                    "inputs": [{"path": str(path), "meeting": f"latency-{name}",
                                                "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
@@ -238,6 +253,7 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
                 out[name]["partials"] = partial_model
                 out[name]["finals_model_workers"] = n_workers
                 out[name]["speculative_finals_on"] = speculate
+                out[name]["live_cuts_on"] = live_cuts
                 out[name]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
                 _note(ctx, "  end of speech -> acknowledged minus own transcription p95 "
                            f"{out[name]['speech_end_to_ack_minus_own_transcription'].get('p95_ms')} ms; "
@@ -312,8 +328,14 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
 
     vad = VADOptions()
     closing = (vad.min_silence_ms - vad.hangover_ms) / 1000.0
-    due = {id(s): next((n / SAMPLE_RATE for n, _ in item["deliveries"] or []
-                        if n >= (s["end"] + (closing if found[id(s)] is not None else 0.0)) * SAMPLE_RATE),
+    # A segment the next one continues from its end was cut, not closed: at the limit (inside a reference
+    # utterance), or live in the middle of a short pause, once the speech after it began (as far after the
+    # cut as the speech before it ended before).
+    continued = {id(s) for s, following in zip(segs, segs[1:], strict=False)
+                 if abs(following["start"] - s["end"]) < 0.002}
+    emitted = {id(s): s["end"] + (closing if id(s) not in continued else max(0.0, s["end"] - speech[id(s)]))
+               if found[id(s)] is not None else s["end"] for s in segs}
+    due = {id(s): next((n / SAMPLE_RATE for n, _ in item["deliveries"] or [] if n >= emitted[id(s)] * SAMPLE_RATE),
                        item["audio_s"]) for s in segs}
     return {
         "segments": len(segs), "acknowledged": len(acked), "drained": item["drained"],
@@ -539,7 +561,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1),
                                          continuous=not args.quick,
                                          partial_models=("tiny.en",) if args.quick else ("tiny.en", "base"),
-                                         without_speculation=not args.quick)
+                                         without_speculation=not args.quick, with_live_cuts=True)
     if "glossary" in parts:
         # The whole meeting's glossary even for a part of it: the organiser lists it before the meeting.
         terms = meeting_glossary(load_reference(transcript, None)[0])

@@ -18,7 +18,8 @@ chunk_seconds}. With `"plain": true` the process runs plain
 faster-whisper instead of the edge (`plain_capture`): the library the edge wraps, as its README shows it.
 `partials` ({model, cadence}) turns partial captions on for a paced input, each one noted with its time;
 `workers` (default 1) is how many calls the finals' model runs at once (2: partials by that same model
-run alongside the finals).
+run alongside the finals). `live_cut_after_s` and `speculate_after_ms` set those `CaptureOptions` (null:
+off); `vad` ({field: value}) sets `VADOptions`.
 
     echo '{"model": "tiny.en", "inputs": [{"path": "meeting.ogg", "meeting": "m"}]}' | \
         python -m meetmem.eval.bench.edge_process
@@ -148,6 +149,12 @@ def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any
     packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
     if "speculate_after_ms" in job:  # None: finals only once the VAD closes them
         packing["speculate_after_ms"] = job["speculate_after_ms"]
+    if "live_cut_after_s" in job:  # None: live utterances end only at `min_silence_ms` (or the length limit)
+        packing["live_cut_after_s"] = job["live_cut_after_s"]
+    if job.get("vad"):  # the segmentation as given, e.g. {"cut_after_s": 8} to cut a file as live input is cut
+        from meetmem.edge.vad import VADOptions
+
+        packing["vad"] = VADOptions(**job["vad"])
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-") as tmp:
         for number, item in enumerate(job["inputs"]):
             options = CaptureOptions(meeting_id=item["meeting"], language=asr.options.language, glossary=glossary,

@@ -293,3 +293,64 @@ def test_partial_passes_run_alongside_a_final_and_leave_the_finals_words_alone(m
     for before, after in zip(captions, captions[1:], strict=False):
         if after.start == before.start:
             assert after.text.split()[: len(before.text.split())] == before.text.split()
+
+#: Three sentences, each spoken in two breaths: 0.22 s inside a sentence, 0.3 s between sentences.
+LONG_TALK = (("Priya will send the revised budget to the supplier", "before the meeting, and Bob will copy Dana."),
+             ("The supplier wants the final order for the aluminium casing", "before the morning meeting on Friday."),
+             ("Chen Wei will finish the drop tests on the steel hinge", "before the review next month."))
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip(".,;:!?\"'").lower() for w in text.split() if w.strip(".,;:!?\"'")]
+
+
+def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any, make_speech: Callable[..., Any],
+                                                                  tmp_path: Path) -> None:
+    """Talk with no pause long enough to end an utterance is cut live at short pauses once it has run
+    `live_cut_after_s`, some cuts inside a sentence: the pieces are contiguous in time, and the words across
+    each cut come once, in order, as when the whole stretch is transcribed in one piece."""
+    cutting = CaptureOptions(meeting_id="m", live_cut_after_s=12.0)  # live input is cut; a file never is
+    assert cutting.vad_for(True).cut_after_s == 12.0 and cutting.vad_for(False).cut_after_s is None
+    assert CaptureOptions(meeting_id="m").vad_for(True).cut_after_s is None  # off by default
+    parts: list[np.ndarray] = [np.zeros(8000, dtype=np.int16)]
+    breaths: list[tuple[float, bool]] = []  # where each breath starts, and whether it is inside a sentence
+    for sentence in LONG_TALK:
+        for n, phrase in enumerate(sentence):
+            clip = make_speech(phrase)
+            parts.append(clip.samples[int(clip.bounds[0] * 16000):int(clip.bounds[1] * 16000)])
+            breaths.append((sum(len(p) for p in parts) / 16000, n + 1 < len(sentence)))
+            parts.append(np.zeros(int((0.22 if n + 1 < len(sentence) else 0.3) * 16000), dtype=np.int16))
+    samples = np.concatenate([*parts, np.zeros(16000, dtype=np.int16)])
+    chunks = [samples[i : i + 1600] for i in range(0, len(samples), 1600)]
+
+    def capture(outbox_path: Path, cut: float | None) -> list[Any]:
+        with Outbox(outbox_path) as outbox:
+            # Unpaced and never packed: every piece is transcribed alone, as it is when the recogniser keeps up.
+            options = CaptureOptions(meeting_id="m", language="en", pack_seconds=0, live_cut_after_s=cut)
+            CaptureAgent(base_asr, outbox, options).run(chunks, source="live:mic", live=True)
+            return outbox.pending(100)
+
+    pieces = capture(tmp_path / "cut.db", 2.0)
+    whole = capture(tmp_path / "whole.db", None)
+    assert len(whole) == 1 and len(pieces) >= 3
+    for piece, following in zip(pieces, pieces[1:], strict=False):
+        assert following.start == piece.end  # contiguous: no audio between the pieces
+    assert pieces[0].start == whole[0].start and abs(pieces[-1].end - whole[0].end) <= 0.2
+    # Where each cut fell: in a breath (never in a word), and at least one inside a sentence.
+    at_breath = [next(j for j, (at, _) in enumerate(breaths) if at - 0.05 <= p.end <= at + 0.3) for p in pieces[:-1]]
+    assert any(breaths[j][1] for j in at_breath), [(p.start, p.end, p.text) for p in pieces]
+    # The words on either side of each cut: the last distinctive word (five letters or more) said before it
+    # ends the piece before, the first said after it is in the next piece, never more often than said.
+    phrases = [[w for w in _words(phrase) if len(w) >= 5] for sentence in LONG_TALK for phrase in sentence]
+    said = [w for phrase in phrases for w in phrase]
+    texts = [_words(p.text) for p in pieces]
+    everything = [w for text in texts for w in text]
+    for k, j in enumerate(at_breath):
+        before, after = phrases[j][-1], phrases[j + 1][0]
+        assert before in texts[k] and after in texts[k + 1], (before, after, [p.text for p in pieces])
+        assert everything.count(before) <= said.count(before) and everything.count(after) <= said.count(after)
+    # And no word twice or out of order across the talk: the distinctive words heard, in the order said.
+    heard = [w for w in everything if w in said]
+    assert len(heard) >= 0.75 * len(said) and all(heard.count(w) <= said.count(w) for w in heard)
+    assert heard == [w for w in said if w in heard], (heard, said)
+    assert len(heard) >= len([w for w in _words(whole[0].text) if w in said]) - 2  # about as many as in one piece

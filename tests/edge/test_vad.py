@@ -195,3 +195,60 @@ def test_the_closing_candidate_is_the_utterance_the_pause_then_closes(two_senten
     for utterance in emitted:
         match = candidates[(utterance.start_sample, utterance.end_sample)]
         assert np.array_equal(match.audio, utterance.audio) and not match.forced
+
+
+def test_a_long_utterance_is_cut_at_a_short_pause_once_it_has_lasted_cut_after_s(two_sentences) -> None:
+    """Live input's cut: past `cut_after_s` of speech, a pause of `cut_pause_ms` ends the utterance in the
+    pause's middle; the next piece starts right there when the speaker goes on, so nothing falls between."""
+    # Three sentences with a 0.25 s breath between them: one utterance for the 600 ms rule.
+    first, second = (two_sentences.samples[int(s * SAMPLE_RATE):int(e * SAMPLE_RATE)] for s, e in two_sentences.spans)
+    breath = np.zeros(int(0.25 * SAMPLE_RATE), dtype=np.int16)
+    quiet = np.zeros(SAMPLE_RATE, dtype=np.int16)
+    samples = np.concatenate([quiet, first, breath, second, breath, first, quiet])
+    whole = segment(samples)
+    assert len(whole) == 1
+    pieces = segment(samples, VADOptions(cut_after_s=1.5))
+    assert len(pieces) >= 3 and not any(u.forced for u in pieces)
+    assert pieces[0].start_sample == whole[0].start_sample
+    for piece, following in zip(pieces, pieces[1:], strict=False):
+        assert following.start_sample == piece.end_sample  # contiguous: the pre-roll reaches back to the cut
+        assert np.array_equal(np.concatenate([piece.audio, following.audio]),
+                              samples[piece.start_sample:following.end_sample].astype(np.float32) / 32768.0)
+    # Each cut lies inside a pause, after at least `cut_after_s` of speech.
+    for piece in pieces[:-1]:
+        assert piece.duration >= 1.5
+        assert np.abs(samples[piece.end_sample - 480:piece.end_sample + 480]).max() < 1000
+    # The speech goes to its end; once long, the last piece closes at the short pause after it.
+    assert abs(pieces[-1].end - whole[0].end) <= 0.2
+    # Below `cut_after_s` nothing changes, and the same audio gives the same pieces whatever the chunks.
+    assert spans(segment(samples, VADOptions(cut_after_s=19.0))) == spans(whole)
+    chunked = VADSegmenter(VADOptions(cut_after_s=1.5))
+    found = [u for i in range(0, len(samples), 1234) for u in chunked.feed(samples[i:i + 1234])] + chunked.finish()
+    assert spans(found) == spans(pieces)
+
+
+def test_a_long_utterance_still_closes_at_its_pause_with_a_matching_closing_candidate(two_sentences) -> None:
+    """Past `cut_after_s` a pause the speaker does not go on after still ends the utterance at
+    `min_silence_ms` with its hangover, as the candidate offered during that pause said (a speculative
+    final stays valid for the last piece of a long stretch)."""
+    samples = two_sentences.samples
+    segmenter = VADSegmenter(VADOptions(cut_after_s=1.0))
+    offered: set[tuple[int, int]] = set()
+    emitted: list[Utterance] = []
+    for i in range(0, len(samples), 480):
+        emitted += segmenter.feed(samples[i:i + 480])
+        candidate = segmenter.closing_candidate(270)
+        if candidate is not None:
+            offered.add((candidate.start_sample, candidate.end_sample))
+    emitted += segmenter.finish()
+    closed = [u for u, following in zip(emitted, [*emitted[1:], None], strict=True)
+              if following is None or following.start_sample != u.end_sample]
+    assert len(closed) == 2 and all((u.start_sample, u.end_sample) in offered for u in closed)
+    assert [u.end_sample for u in closed] == [u.end_sample for u in segment(samples)]
+
+
+def test_cut_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="cut_after_s"):
+        VADOptions(cut_after_s=25.0)
+    with pytest.raises(ValueError, match="cut_pause_ms"):
+        VADOptions(cut_pause_ms=700)
