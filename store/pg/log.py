@@ -11,22 +11,20 @@
 - Tenant isolation by row-level security: each transaction sets `app.tenant` to the tenant it serves, and
   the policies show it that tenant's rows alone, whatever a query's WHERE says. Reads across tenants (the
   operator's listings, the reaper) say so with `'*'`, which reads every tenant and writes none.
+
+The pooled connections and the conversion of the driver's errors are `store/pg/connections.py`.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
 from ..batch import plan_batch
 from ..errors import (
-    DatabaseUnavailable,
-    ImmutableLog,
     InvalidSegment,
     MeetingDeleted,
     MeetingNotFound,
@@ -48,15 +46,14 @@ from ..records import (
 )
 from ..tombstones import Tombstone, check_tombstone, sign_tombstone
 from ..verify import check_chain
-from . import migrate, require_psycopg
+from . import migrate
+from .connections import POOL_SIZE, PgConnections
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TENANT = "local"
-APP_ROLE = "meetmem_app"
 #: The tenant setting that reads every tenant (and, by the policies, writes none).
 ALL_TENANTS = "*"
-POOL_SIZE = 8
 
 _SEGMENT_COLUMNS = tuple(f.name for f in fields(Segment))
 _SELECT = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
@@ -71,19 +68,6 @@ def _row_to_segment(row: Sequence[Any]) -> Segment:
     return Segment(**dict(zip(_SEGMENT_COLUMNS, row, strict=True)))
 
 
-def unavailable_reason(exc: BaseException) -> str:
-    """A connection failure in a line a person can read, without the server's address: "connection refused",
-    "the database system is starting up", "server closed the connection unexpectedly"."""
-    text = " ".join(str(exc).split())
-    for known in ("Connection refused", "the database system is starting up", "the database system is shutting down",
-                  "the database system is not yet accepting connections", "the database system is in recovery mode",
-                  "server closed the connection unexpectedly", "terminating connection due to administrator command",
-                  "too many clients already", "timeout expired", "No route to host", "Connection timed out"):
-        if known.lower() in text.lower():
-            return known[0].lower() + known[1:]
-    return text.rsplit("failed: ", 1)[-1][:200] or type(exc).__name__
-
-
 def _check_text(segments: Sequence[SegmentInput]) -> None:
     # PostgreSQL's text cannot hold NUL; SQLite can. Refused up front, naming the segment.
     for item in segments:
@@ -94,7 +78,7 @@ def _check_text(segments: Sequence[SegmentInput]) -> None:
                                      seq=item.seq)
 
 
-class PgTranscriptLog:
+class PgTranscriptLog(PgConnections):
     """The transcript log in one PostgreSQL database, shared by any number of processes.
 
     Args:
@@ -109,14 +93,8 @@ class PgTranscriptLog:
 
     def __init__(self, url: str, *, clock: Callable[[], str] | None = None, upgrade: bool = False,
                  pool_size: int = POOL_SIZE) -> None:
-        self.url = url
-        self.path = migrate.redact(url)
+        super().__init__(url, pool_size=pool_size)
         self._clock = clock or _now
-        self._psycopg = require_psycopg()
-        self._pool: list[Any] = []
-        self._pool_lock = threading.Lock()
-        self._pool_size = pool_size
-        self._closed = False
         if upgrade:
             migrate.upgrade(url)
         with self._session(ALL_TENANTS) as conn:
@@ -140,102 +118,6 @@ class PgTranscriptLog:
                              f"SQLite file (--db); on PostgreSQL the search, summaries, ledger and audio have "
                              f"their own tables")
         raise AttributeError(name)
-
-    # -- connections ------------------------------------------------------------------------------------
-    def _connect(self) -> Any:
-        psycopg = self._psycopg
-        try:
-            conn = psycopg.connect(self.url, autocommit=True)
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"cannot open the database {self.path}: {exc}",
-                                      reason=unavailable_reason(exc)) from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
-        try:
-            if conn.execute("SELECT current_user").fetchone()[0] != APP_ROLE:
-                conn.execute(f"SET ROLE {APP_ROLE}")
-        except psycopg.Error as exc:
-            conn.close()
-            raise StoreError(f"the user of {self.path} cannot act as {APP_ROLE}: connect as {APP_ROLE} or a member "
-                             f"of it (GRANT {APP_ROLE} TO your_user): {exc}") from exc
-        return conn
-
-    @contextmanager
-    def _session(self, tenant: str, *, isolation: str | None = None) -> Iterator[Any]:
-        """One transaction on a pooled connection, serving `tenant` (row-level security sees only it).
-
-        A pooled connection the server dropped (PostgreSQL restarted) fails at its first statement, before
-        anything is done: it is replaced by a new one and the transaction begun again, and the other idle
-        connections, from the same lost server, are dropped too. So a restart of PostgreSQL costs the requests
-        made while it was down, not the first few after it is back.
-        """
-        if self._closed:
-            raise StoreError(f"the log of {self.path} is closed")
-        psycopg = self._psycopg
-        with self._pool_lock:
-            conn = self._pool.pop() if self._pool else None
-        pooled = conn is not None and not conn.closed
-        if not pooled:
-            conn = self._connect()
-        while True:
-            transaction = conn.transaction()
-            try:
-                transaction.__enter__()
-            except psycopg.OperationalError as exc:
-                conn.close()
-                if not pooled:
-                    raise DatabaseUnavailable(f"the database {self.path} failed: {exc}",
-                                              reason=unavailable_reason(exc)) from exc
-                self._drop_idle()
-                conn, pooled = self._connect(), False
-                continue
-            break
-        try:
-            try:
-                if isolation is not None:
-                    conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
-                conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant,))
-                yield conn
-            except BaseException as exc:
-                if not transaction.__exit__(type(exc), exc, exc.__traceback__):
-                    raise
-            else:
-                transaction.__exit__(None, None, None)
-        except psycopg.errors.RestrictViolation as exc:
-            raise ImmutableLog(str(exc.diag.message_primary or exc)) from exc
-        except psycopg.OperationalError as exc:
-            self._drop_idle()
-            raise DatabaseUnavailable(f"the database {self.path} failed: {exc}",
-                                      reason=unavailable_reason(exc)) from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"the database {self.path} refused: {exc}") from exc
-        finally:
-            idle = psycopg.pq.TransactionStatus.IDLE
-            with self._pool_lock:
-                keep = (not self._closed and not conn.closed and conn.info.transaction_status == idle
-                        and len(self._pool) < self._pool_size)
-                if keep:
-                    self._pool.append(conn)
-            if not keep:
-                conn.close()
-
-    def _drop_idle(self) -> None:
-        """Close the idle pooled connections (after one failed: they reach the same server, likely lost too)."""
-        with self._pool_lock:
-            pool, self._pool = self._pool, []
-        for conn in pool:
-            conn.close()
-
-    def _rows(self, sql: str, params: Sequence[Any] = (), *, tenant: str) -> list[tuple[Any, ...]]:
-        with self._session(tenant) as conn:
-            return conn.execute(sql, params).fetchall()
-
-    def close(self) -> None:
-        with self._pool_lock:
-            self._closed = True
-            pool, self._pool = self._pool, []
-        for conn in pool:
-            conn.close()
 
     def __enter__(self) -> PgTranscriptLog:
         return self
