@@ -12,14 +12,14 @@
   the policies show it that tenant's rows alone, whatever a query's WHERE says. Reads across tenants (the
   operator's listings, the reaper) say so with `'*'`, which reads every tenant and writes none.
 
-The pooled connections and the conversion of the driver's errors are `store/pg/connections.py`.
+The pooled connections and the conversion of the driver's errors are `store/pg/connections.py`; a
+meeting's dump and load (`meetmem migrate`) are `store/pg/dump.py`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,37 +35,30 @@ from ..interchange import check_id, check_segment_input
 from ..meeting_meta import MeetingMeta, meta_from_row
 from ..receipts import Receipt, ReceiptKey
 from ..records import (
+    DEFAULT_TENANT,
     GENESIS_HASH,
     AppendResult,
     ChainReport,
     Closure,
-    MeetingDump,
     Segment,
     SegmentInput,
     segment_id_for,
 )
+from ..rows import SEGMENT_COLUMNS, SEGMENT_SELECT, TOMBSTONE_COLUMNS, row_to_segment
 from ..tombstones import Tombstone, check_tombstone, sign_tombstone
 from ..verify import check_chain
 from . import migrate
 from .connections import POOL_SIZE, PgConnections
+from .dump import PgMeetingDumps
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TENANT = "local"
 #: The tenant setting that reads every tenant (and, by the policies, writes none).
 ALL_TENANTS = "*"
-
-_SEGMENT_COLUMNS = tuple(f.name for f in fields(Segment))
-_SELECT = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-_TOMBSTONE_COLUMNS = "tenant, meeting_id, deleted_at, reason, segments, head_pos, head_hash, key_id, sig, version"
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def _row_to_segment(row: Sequence[Any]) -> Segment:
-    return Segment(**dict(zip(_SEGMENT_COLUMNS, row, strict=True)))
 
 
 def _check_text(segments: Sequence[SegmentInput]) -> None:
@@ -78,7 +71,7 @@ def _check_text(segments: Sequence[SegmentInput]) -> None:
                                      seq=item.seq)
 
 
-class PgTranscriptLog(PgConnections):
+class PgTranscriptLog(PgConnections, PgMeetingDumps):
     """The transcript log in one PostgreSQL database, shared by any number of processes.
 
     Args:
@@ -171,8 +164,8 @@ class PgTranscriptLog(PgConnections):
         conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES (%s, %s, %s) "
                      "ON CONFLICT (tenant, meeting_id) DO NOTHING", (tenant, meeting_id, _now()))
         ids = [segment_id_for(tenant, meeting_id, device_id, s.seq) for s in ordered]
-        stored = {seg.segment_id: seg for seg in map(_row_to_segment, conn.execute(
-            f"SELECT {_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,)).fetchall())}
+        stored = {seg.segment_id: seg for seg in map(row_to_segment, conn.execute(
+            f"SELECT {SEGMENT_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,)).fetchall())}
         max_seq = conn.execute("SELECT MAX(seq) FROM segments WHERE tenant = %s AND meeting_id = %s AND "
                                "device_id = %s", (tenant, meeting_id, device_id)).fetchone()[0]
         last = conn.execute("SELECT chain_pos, hash FROM segments WHERE tenant = %s AND meeting_id = %s "
@@ -187,11 +180,11 @@ class PgTranscriptLog(PgConnections):
                           stored=stored, max_seq=-1 if max_seq is None else int(max_seq), next_pos=pos,
                           prev_hash=prev, received_at=self._clock(), supersedes_exists=supersedes_exists)
         if plan.rows:
-            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-            marks = ", ".join(["%s"] * len(_SEGMENT_COLUMNS))
+            columns = ", ".join(f'"{c}"' for c in SEGMENT_COLUMNS)
+            marks = ", ".join(["%s"] * len(SEGMENT_COLUMNS))
             with conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO segments ({columns}) VALUES ({marks})",
-                                [tuple(r[c] for c in _SEGMENT_COLUMNS) for r in plan.rows])
+                                [tuple(r[c] for c in SEGMENT_COLUMNS) for r in plan.rows])
             conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) VALUES (%s, %s, %s, %s) "
                          "ON CONFLICT (tenant, meeting_id) DO UPDATE SET head_pos = excluded.head_pos, "
                          "head_hash = excluded.head_hash", (tenant, meeting_id, plan.head_pos, plan.head_hash))
@@ -242,17 +235,18 @@ class PgTranscriptLog(PgConnections):
                          "AND supersedes IS NOT NULL)")
             args.extend([tenant, meeting_id])
         # COLLATE "C": the byte order SQLite sorts device ids in, whatever the database's locale.
-        sql = (f"SELECT {_SELECT} FROM segments WHERE {' AND '.join(where)} "
+        sql = (f"SELECT {SEGMENT_SELECT} FROM segments WHERE {' AND '.join(where)} "
                'ORDER BY start, device_id COLLATE "C", seq')
-        return [_row_to_segment(r) for r in self._rows(sql, args, tenant=tenant)]
+        return [row_to_segment(r) for r in self._rows(sql, args, tenant=tenant)]
 
     def get(self, segment_ids: Iterable[str]) -> dict[str, Segment]:
         """Segments by id (any meeting, any tenant: callers check ownership)."""
         ids = list(dict.fromkeys(segment_ids))
         if not ids:
             return {}
-        rows = self._rows(f"SELECT {_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,), tenant=ALL_TENANTS)
-        return {seg.segment_id: seg for seg in map(_row_to_segment, rows)}
+        rows = self._rows(f"SELECT {SEGMENT_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,),
+                          tenant=ALL_TENANTS)
+        return {seg.segment_id: seg for seg in map(row_to_segment, rows)}
 
     def superseded_ids(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> set[str]:
         rows = self._rows("SELECT supersedes FROM segments WHERE tenant = %s AND meeting_id = %s AND "
@@ -262,14 +256,14 @@ class PgTranscriptLog(PgConnections):
     def chain(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, after_pos: int = -1,
               limit: int | None = None) -> Iterator[Segment]:
         """A meeting's rows in arrival (chain) order, from `after_pos + 1` on (at most `limit` of them)."""
-        sql = (f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s AND chain_pos > %s "
+        sql = (f"SELECT {SEGMENT_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s AND chain_pos > %s "
                "ORDER BY chain_pos")
         args: list[Any] = [tenant, meeting_id, after_pos]
         if limit is not None:
             sql += " LIMIT %s"
             args.append(limit)
         for row in self._rows(sql, args, tenant=tenant):
-            yield _row_to_segment(row)
+            yield row_to_segment(row)
 
     def last_chain_pos(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
         rows = self._rows("SELECT MAX(chain_pos) FROM segments WHERE tenant = %s AND meeting_id = %s",
@@ -379,17 +373,17 @@ class PgTranscriptLog(PgConnections):
         return t, shas
 
     def tombstone(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Tombstone | None:
-        rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
+        rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
                           "meeting_id = %s", (tenant, meeting_id), tenant=tenant)
         return Tombstone(*rows[0]) if rows else None
 
     def tombstones(self, *, tenant: str | None = None) -> list[Tombstone]:
         """Every tombstone (of one tenant, or all), oldest deletion first."""
         if tenant is None:
-            rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, ord",
+            rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, ord",
                               tenant=ALL_TENANTS)
         else:
-            rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s "
+            rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s "
                               "ORDER BY deleted_at, ord", (tenant,), tenant=tenant)
         return [Tombstone(*r) for r in rows]
 
@@ -417,74 +411,6 @@ class PgTranscriptLog(PgConnections):
         return [tuple(r) for r in self._rows(sql, (tenant,) if tenant is not None else (),  # type: ignore[misc]
                                              tenant=tenant if tenant is not None else ALL_TENANTS)]
 
-    # -- moving a meeting between databases (`meetmem migrate`) ------------------------------------------
-    def dump_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingDump:
-        """The meeting's rows exactly as stored, read on one snapshot."""
-        args = (tenant, meeting_id)
-        with self._session(tenant, isolation="REPEATABLE READ") as conn:
-            row = conn.execute("SELECT created_at, title, started_at, participants FROM meetings WHERE tenant = %s "
-                               "AND meeting_id = %s", args).fetchone()
-            if row is None:
-                raise MeetingNotFound(tenant, meeting_id)
-            segments = tuple(map(_row_to_segment, conn.execute(
-                f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s ORDER BY chain_pos", args)))
-            closures = tuple((str(c[0]), str(c[1]), int(c[2])) for c in conn.execute(
-                "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = %s AND meeting_id = %s "
-                "ORDER BY ord", args))
-            head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
-                                "meeting_id = %s", args).fetchone()
-        return MeetingDump(tenant, meeting_id, row[0], row[1], row[2], row[3], segments, closures,
-                           (int(head[0]), str(head[1])) if head else None)
-
-    def load_meeting(self, dump: MeetingDump) -> bool:
-        """Store a dumped meeting with its rows, links and head as they were (as `TranscriptLog.load_meeting`)."""
-        d = dump
-        args = (d.tenant, d.meeting_id)
-        with self._session(d.tenant) as conn:
-            self._lock_meeting(conn, d.tenant, d.meeting_id)
-            gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
-                                args).fetchone()
-            if gone is not None:
-                raise MeetingDeleted(d.tenant, d.meeting_id, gone[0])
-            if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", args).fetchone():
-                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
-                                    "meeting_id = %s", args).fetchone()
-                if (tuple(head) if head else None) == d.head:
-                    return False
-                raise StoreError(f"the target already holds meeting {d.meeting_id!r} of tenant {d.tenant!r} with "
-                                 "other rows; nothing of it was copied")
-            conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at, title, started_at, participants) "
-                         "VALUES (%s, %s, %s, %s, %s, %s)",
-                         (*args, d.created_at, d.title, d.started_at, d.participants))
-            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-            marks = ", ".join(["%s"] * len(_SEGMENT_COLUMNS))
-            # INSERT, not COPY: PostgreSQL refuses COPY FROM into a table under row-level security.
-            with conn.cursor() as cur:
-                cur.executemany(f"INSERT INTO segments ({columns}) VALUES ({marks})",
-                                [tuple(getattr(seg, c) for c in _SEGMENT_COLUMNS) for seg in d.segments])
-                cur.executemany("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
-                                "VALUES (%s, %s, %s, %s, %s)", [(*args, *c) for c in d.closures])
-            if d.head is not None:
-                conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) "
-                             "VALUES (%s, %s, %s, %s)", (*args, *d.head))
-        return True
-
-    def load_tombstone(self, tombstone: Tombstone) -> bool:
-        """Keep another database's tombstone as signed (False: it is here already); through the schema's
-        `meetmem_import_tombstone`, since the service's role cannot write tombstones itself."""
-        t = tombstone
-        with self._session(t.tenant) as conn:
-            held = conn.execute(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
-                                "meeting_id = %s", (t.tenant, t.meeting_id)).fetchone()
-            if held is not None:
-                if Tombstone(*held) == t:
-                    return False
-                raise StoreError(f"the target holds another tombstone for meeting {t.meeting_id!r}")
-            conn.execute("SELECT meetmem_import_tombstone(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                         (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
-                          t.key_id, t.sig, t.version))
-        return True
-
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:
         rows = self._rows("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND meeting_id = %s",
@@ -501,11 +427,11 @@ class PgTranscriptLog(PgConnections):
                                    "AND meeting_id = %s", args).fetchone()[0]
             head_row = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
                                     "meeting_id = %s", args).fetchone()
-            rows = conn.execute(f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s "
+            rows = conn.execute(f"SELECT {SEGMENT_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s "
                                 "ORDER BY chain_pos", args).fetchall()
         head = (int(head_row[0]), str(head_row[1])) if head_row else None
         mine = [r for r in receipts if (r.tenant, r.meeting_id) == (tenant, meeting_id)]
-        return check_chain(meeting_id, map(_row_to_segment, rows), head=head, closed_through=int(through),
+        return check_chain(meeting_id, map(row_to_segment, rows), head=head, closed_through=int(through),
                            receipts=mine, key=key)
 
 
