@@ -5,7 +5,8 @@ the log (triggers), and a replayed `(device_id, seq)` is ignored rather than rep
 form a hash chain in arrival order, so `verify` can show that nothing was altered behind the triggers'
 back. Indexes, summaries and the ledger are derived from this table and can always be rebuilt from it.
 
-A meeting's dump and load (`meetmem migrate`) are `store/dump.py`.
+A meeting's dump and load (`meetmem migrate`) are `store/dump.py`; the retention settings it keeps,
+`store/retention.py`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .records import (
     SegmentInput,
     segment_id_for,
 )
+from .retention import RetentionSettings
 from .rows import SEGMENT_COLUMNS, SEGMENT_SELECT, TOMBSTONE_COLUMNS, row_to_segment
 from .schema import create_schema
 from .tombstones import Tombstone, check_tombstone, sign_tombstone
@@ -52,7 +54,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-class TranscriptLog(MeetingDumps):
+class TranscriptLog(MeetingDumps, RetentionSettings):
     """The transcript log of one SQLite file.
 
     Safe to share between threads: writes are serialised by a lock and by SQLite's write lock
@@ -534,36 +536,6 @@ class TranscriptLog(MeetingDumps):
     def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:
         """Raises `ReceiptError` unless `key` signed the tombstone as stored."""
         check_tombstone(key, tombstone)
-
-    # -- retention settings (store/retention.py decides; the log keeps them) ------------------------------
-    def _retention_table(self) -> None:
-        with self.transaction():
-            self.db.execute("CREATE TABLE IF NOT EXISTS retention_policy (tenant TEXT PRIMARY KEY, "
-                            "days INTEGER NOT NULL, set_at TEXT NOT NULL)")
-
-    def retention_settings(self) -> dict[str, int]:
-        """Each tenant's own retention setting in days (0: keep forever)."""
-        self._retention_table()
-        return {r[0]: int(r[1]) for r in self.read("SELECT tenant, days FROM retention_policy ORDER BY tenant")}
-
-    def set_retention(self, tenant: str, days: int | None) -> None:
-        """Set a tenant's retention in days; None removes the tenant's own setting."""
-        self._retention_table()
-        with self.transaction():
-            if days is None:
-                self.db.execute("DELETE FROM retention_policy WHERE tenant = ?", (tenant,))
-            else:
-                self.db.execute("INSERT OR REPLACE INTO retention_policy VALUES (?, ?, ?)",
-                                (tenant, days, _now()))
-
-    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
-        """`(tenant, meeting_id, started_at, last segment's arrival, created_at)` of every meeting, oldest first."""
-        return [tuple(r) for r in self.read(  # type: ignore[misc]
-            "SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
-            "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
-            + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
-            (tenant,) if tenant is not None else (),
-        )]
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:

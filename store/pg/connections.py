@@ -18,6 +18,8 @@ from ..errors import DatabaseUnavailable, ImmutableLog, StoreError
 from . import migrate, require_psycopg
 
 APP_ROLE = "meetmem_app"
+#: The tenant setting that reads every tenant (and, by the policies, writes none).
+ALL_TENANTS = "*"
 POOL_SIZE = 8
 
 

@@ -13,7 +13,8 @@
   operator's listings, the reaper) say so with `'*'`, which reads every tenant and writes none.
 
 The pooled connections and the conversion of the driver's errors are `store/pg/connections.py`; a
-meeting's dump and load (`meetmem migrate`) are `store/pg/dump.py`.
+meeting's dump and load (`meetmem migrate`) are `store/pg/dump.py`; the retention settings,
+`store/pg/retention.py`.
 """
 
 from __future__ import annotations
@@ -48,13 +49,11 @@ from ..rows import SEGMENT_COLUMNS, SEGMENT_SELECT, TOMBSTONE_COLUMNS, row_to_se
 from ..tombstones import Tombstone, check_tombstone, sign_tombstone
 from ..verify import check_chain
 from . import migrate
-from .connections import POOL_SIZE, PgConnections
+from .connections import ALL_TENANTS, POOL_SIZE, PgConnections
 from .dump import PgMeetingDumps
+from .retention import PgRetentionSettings
 
 log = logging.getLogger(__name__)
-
-#: The tenant setting that reads every tenant (and, by the policies, writes none).
-ALL_TENANTS = "*"
 
 
 def _now() -> str:
@@ -71,7 +70,7 @@ def _check_text(segments: Sequence[SegmentInput]) -> None:
                                      seq=item.seq)
 
 
-class PgTranscriptLog(PgConnections, PgMeetingDumps):
+class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
     """The transcript log in one PostgreSQL database, shared by any number of processes.
 
     Args:
@@ -389,27 +388,6 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps):
 
     def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:
         check_tombstone(key, tombstone)
-
-    # -- retention settings -----------------------------------------------------------------------------
-    def retention_settings(self) -> dict[str, int]:
-        rows = self._rows("SELECT tenant, days FROM retention_policy ORDER BY tenant", tenant=ALL_TENANTS)
-        return {r[0]: int(r[1]) for r in rows}
-
-    def set_retention(self, tenant: str, days: int | None) -> None:
-        with self._session(tenant) as conn:
-            if days is None:
-                conn.execute("DELETE FROM retention_policy WHERE tenant = %s", (tenant,))
-            else:
-                conn.execute("INSERT INTO retention_policy (tenant, days, set_at) VALUES (%s, %s, %s) "
-                             "ON CONFLICT (tenant) DO UPDATE SET days = excluded.days, set_at = excluded.set_at",
-                             (tenant, days, datetime.now(UTC).isoformat(timespec="seconds")))
-
-    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
-        sql = ("SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
-               "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
-               + ("WHERE m.tenant = %s " if tenant is not None else "") + "ORDER BY m.created_at, m.ord")
-        return [tuple(r) for r in self._rows(sql, (tenant,) if tenant is not None else (),  # type: ignore[misc]
-                                             tenant=tenant if tenant is not None else ALL_TENANTS)]
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:
