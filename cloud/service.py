@@ -4,6 +4,7 @@ The request path only appends to the log and reads from it; embedding and indexi
 thread, summaries and the ledger on the summarizer thread (questions read what it stored and never wait
 for it), model loading on a loader thread at start-up, and closing silent meetings on a reaper thread.
 Routers call this class; it knows nothing of FastAPI, so the same behaviour is testable without a server.
+What follows an append (indexing, digests, their deferral to the workers) is `cloud/scheduler.py`.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, 
 from meetmem.store.retention import Expired, RetentionPolicy
 from meetmem.store.tombstones import Tombstone
 
-from .indexer import BackgroundIndexer
 from .live import LiveFeed
+from .scheduler import JobScheduler
 from .sessions import session_store_for
 from .voice import VoiceQuestions
 
@@ -126,12 +127,8 @@ class MeetingService:
         self.receipt_key = receipt_key
         self._retention = RetentionPolicy(log, default_days=self.options.retention_days)
         self._retention_due = 0.0
-        self.summaries = BackgroundIndexer(self._summarize, name="meetmem-summarizer",
-                                           pause=self.options.summary_pause)
-        self.indexer = BackgroundIndexer(self._index)
-        self.jobs = jobs if self.options.fallback_after > 0 else None
-        # What no worker did in time, done here (`ServiceOptions.fallback_after`).
-        self.fallback = BackgroundIndexer(self._index_here, name="meetmem-fallback")
+        self.scheduler = JobScheduler(search, digester, self.options, jobs=jobs,
+                                      ready=lambda: self.state == "ready")
         self.on_close: list[Callable[[str, str, Closure], None]] = []
         self.state: State = "loading"
         self.failure: str | None = None
@@ -145,9 +142,7 @@ class MeetingService:
     def start(self) -> None:
         """Start the background threads; the service answers ingest at once and questions once ready."""
         self._seed_activity()
-        self.indexer.start()
-        self.summaries.start()
-        self.fallback.start()
+        self.scheduler.start()
         for target, name in ((self._load, "meetmem-loader"), (self._reap_forever, "meetmem-reaper")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -155,9 +150,7 @@ class MeetingService:
 
     def stop(self) -> None:
         self._stop.set()
-        self.indexer.stop()
-        self.summaries.stop()
-        self.fallback.stop()
+        self.scheduler.stop()
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads.clear()
@@ -184,9 +177,9 @@ class MeetingService:
                     if self._stop.is_set():
                         return
                     # With a job queue the workers embed what is missing (this process after `fallback_after`).
-                    index = self.search.meeting_index(meeting_id, tenant=tenant, embed=self.jobs is None)
-                    if self.jobs is not None and index.unembedded:
-                        self.indexer.notify(tenant, meeting_id)
+                    index = self.search.meeting_index(meeting_id, tenant=tenant, embed=self.scheduler.jobs is None)
+                    if self.scheduler.jobs is not None and index.unembedded:
+                        self.scheduler.indexer.notify(tenant, meeting_id)
         except Exception as exc:  # reported by /healthz; the process keeps taking segments into the log
             self.failure = f"{type(exc).__name__}: {exc}"
             self.state = "failed"
@@ -197,7 +190,7 @@ class MeetingService:
         if self.digester is not None:
             for tenant, meeting_id in self.log.meetings():
                 if not self.digester.is_current(meeting_id, tenant=tenant):
-                    self._summarize_soon(tenant, meeting_id)
+                    self.scheduler.summarize_soon(tenant, meeting_id)
         log.info("ready in %.1f s", time.perf_counter() - started)
 
     def require_ready(self) -> None:
@@ -224,54 +217,13 @@ class MeetingService:
         with self._activity_lock:
             self._activity[key] = self.clock()
         if result.added:
-            self.indexer.notify(tenant, meeting_id)
+            self.scheduler.indexer.notify(tenant, meeting_id)
             self.feed.publish(key)
         elif meta is not None and not meta.empty and self.digester is not None and self.state == "ready":
             # A new date changes how "by Friday" resolves: the ledger is remade.
             self.digester.invalidate(meeting_id, tenant=tenant)
-            self._summarize_soon(tenant, meeting_id)
+            self.scheduler.summarize_soon(tenant, meeting_id)
         return result, ids
-
-    def _index(self, tenant: str, meeting_id: str) -> None:
-        """The indexer's job after an append: the work itself, or with a job queue, the jobs deferred to the
-        workers (the lexical rows are added here at once: cheap, and what the pending count reads)."""
-        if self.jobs is None:
-            self._index_here(tenant, meeting_id)
-            return
-        self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
-        rows = getattr(self.search, "rows", None)
-        if rows is not None:
-            rows.catch_up(tenant, meeting_id)
-        self.jobs.index(tenant, meeting_id)
-        if self.digester is not None and self.state == "ready":
-            self.jobs.digest(tenant, meeting_id)
-
-    def _index_here(self, tenant: str, meeting_id: str) -> None:
-        """Embed the meeting's rows still lacking vectors and bring its digest up to date, in this process
-        (with a job queue: the fallback, taking only vectors and a digest no worker made meanwhile)."""
-        exclusive = getattr(self.search, "exclusive", None) if self.jobs is not None else None
-        if exclusive is not None:
-            with exclusive(tenant, meeting_id) as mine:
-                if not mine:  # another API process is at it: look again later
-                    self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
-                    return
-                self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
-        else:
-            self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
-        if self.digester is not None and self.state == "ready":
-            self.summaries.notify(tenant, meeting_id)
-
-    def _summarize_soon(self, tenant: str, meeting_id: str) -> None:
-        """Have the meeting's digest remade: by a worker (here only if none has after `fallback_after`), or
-        by the summarizer thread."""
-        if self.jobs is None:
-            self.summaries.notify(tenant, meeting_id)
-            return
-        self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
-        try:
-            self.jobs.digest(tenant, meeting_id)
-        except Exception:  # the fallback does it later
-            log.exception("deferring the digest of meeting %r of tenant %r failed", meeting_id, tenant)
 
     def pending_vectors(self) -> int | None:
         """Segments still waiting for their vectors (None without a model): on PostgreSQL, rows of the whole
@@ -279,13 +231,6 @@ class MeetingService:
         if self.search.routes is None:
             return None
         return self.search.pending_vectors()
-
-    def _summarize(self, tenant: str, meeting_id: str) -> None:
-        assert self.digester is not None
-        if not self.digester.is_current(meeting_id, tenant=tenant):
-            # Its topic sections read the segments' vectors: embed what arrived since the indexer's pass.
-            self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
-            self.digester.update(meeting_id, tenant=tenant)
 
     # -- reads ------------------------------------------------------------------------------------------
     def segments(self, tenant: str, meeting_id: str, *, start: float | None = None,
@@ -412,7 +357,7 @@ class MeetingService:
             self._activity.pop(key, None)
         self.feed.publish(key)
         if self.digester is not None and self.state == "ready":
-            self._summarize_soon(tenant, meeting_id)
+            self.scheduler.summarize_soon(tenant, meeting_id)
         for hook in self.on_close:
             try:
                 hook(tenant, meeting_id, closure)
