@@ -69,7 +69,7 @@ class JobScheduler:
             rows.catch_up(tenant, meeting_id)
         self.jobs.index(tenant, meeting_id)
         if self.digester is not None and self._ready():
-            self.jobs.digest(tenant, meeting_id)
+            self._defer_digest(tenant, meeting_id)
 
     def _index_here(self, tenant: str, meeting_id: str) -> None:
         """Embed the meeting's rows still lacking vectors and bring its digest up to date, in this process
@@ -93,6 +93,11 @@ class JobScheduler:
             self.summaries.notify(tenant, meeting_id)
             return
         self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
+        self._defer_digest(tenant, meeting_id)
+
+    def _defer_digest(self, tenant: str, meeting_id: str) -> None:
+        """Queue the meeting's digest for a worker. The caller has set the fallback first, so a queue that
+        refuses the job costs only the wait: the digest is made here after `fallback_after` seconds."""
         try:
             self.jobs.digest(tenant, meeting_id)
         except Exception:  # the fallback does it later
