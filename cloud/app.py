@@ -285,7 +285,7 @@ def _add_error_handlers(app: FastAPI, *, postgres: bool = False) -> None:
     async def connection_error(request: Request, exc: Exception) -> JSONResponse:
         # The database's own driver errors reach here only from code that talks to it beside the log (the
         # search's pool, the job queue): a lost connection is the same outage the log reports.
-        from meetmem.store.pg.log import unavailable_reason
+        from meetmem.store.pg.connections import unavailable_reason
 
         log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
         return _database_down(unavailable_reason(exc.__cause__ or exc))

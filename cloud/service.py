@@ -4,28 +4,30 @@ The request path only appends to the log and reads from it; embedding and indexi
 thread, summaries and the ledger on the summarizer thread (questions read what it stored and never wait
 for it), model loading on a loader thread at start-up, and closing silent meetings on a reaper thread.
 Routers call this class; it knows nothing of FastAPI, so the same behaviour is testable without a server.
+What follows an append (indexing, digests, their deferral to the workers) is `cloud/scheduler.py`;
+closing silent meetings and applying retention, `cloud/reaper.py`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from meetmem.store.errors import MeetingNotFound, StoreError
+from meetmem.store.errors import StoreError
 from meetmem.store.log import TranscriptLog
 from meetmem.store.meeting_meta import MeetingMeta
 from meetmem.store.receipts import ReceiptKey
 from meetmem.store.records import AppendResult, Closure, Segment, SegmentInput, segment_id_for
-from meetmem.store.retention import Expired, RetentionPolicy
 from meetmem.store.tombstones import Tombstone
 
-from .indexer import BackgroundIndexer
 from .live import LiveFeed
+from .reaper import Reaper
+from .scheduler import JobScheduler
 from .sessions import session_store_for
 from .voice import VoiceQuestions
 
@@ -124,40 +126,31 @@ class MeetingService:
         self.feed = feed if feed is not None else LiveFeed()
         self.digester = digester
         self.receipt_key = receipt_key
-        self._retention = RetentionPolicy(log, default_days=self.options.retention_days)
-        self._retention_due = 0.0
-        self.summaries = BackgroundIndexer(self._summarize, name="meetmem-summarizer",
-                                           pause=self.options.summary_pause)
-        self.indexer = BackgroundIndexer(self._index)
-        self.jobs = jobs if self.options.fallback_after > 0 else None
-        # What no worker did in time, done here (`ServiceOptions.fallback_after`).
-        self.fallback = BackgroundIndexer(self._index_here, name="meetmem-fallback")
+        self.scheduler = JobScheduler(search, digester, self.options, jobs=jobs,
+                                      ready=lambda: self.state == "ready")
         self.on_close: list[Callable[[str, str, Closure], None]] = []
         self.state: State = "loading"
         self.failure: str | None = None
-        self._activity: dict[tuple[str, str], float] = {}
-        self._activity_lock = threading.Lock()
-        self._reap_failed: set[tuple[str, str]] = set()
+        # The service's clock, whenever it is read (a test may set another).
+        self.reaper = Reaper(log, self.options, clock=lambda: self.clock(), close=self.close, delete=self.delete,
+                             receipt_key=receipt_key)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
     # -- life -------------------------------------------------------------------------------------------
     def start(self) -> None:
         """Start the background threads; the service answers ingest at once and questions once ready."""
-        self._seed_activity()
-        self.indexer.start()
-        self.summaries.start()
-        self.fallback.start()
-        for target, name in ((self._load, "meetmem-loader"), (self._reap_forever, "meetmem-reaper")):
+        self.reaper.seed_activity()
+        self.scheduler.start()
+        for target, name in ((self._load, "meetmem-loader"),
+                             (functools.partial(self.reaper.reap_forever, self._stop), "meetmem-reaper")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
 
     def stop(self) -> None:
         self._stop.set()
-        self.indexer.stop()
-        self.summaries.stop()
-        self.fallback.stop()
+        self.scheduler.stop()
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads.clear()
@@ -184,9 +177,9 @@ class MeetingService:
                     if self._stop.is_set():
                         return
                     # With a job queue the workers embed what is missing (this process after `fallback_after`).
-                    index = self.search.meeting_index(meeting_id, tenant=tenant, embed=self.jobs is None)
-                    if self.jobs is not None and index.unembedded:
-                        self.indexer.notify(tenant, meeting_id)
+                    index = self.search.meeting_index(meeting_id, tenant=tenant, embed=self.scheduler.jobs is None)
+                    if self.scheduler.jobs is not None and index.unembedded:
+                        self.scheduler.indexer.notify(tenant, meeting_id)
         except Exception as exc:  # reported by /healthz; the process keeps taking segments into the log
             self.failure = f"{type(exc).__name__}: {exc}"
             self.state = "failed"
@@ -197,7 +190,7 @@ class MeetingService:
         if self.digester is not None:
             for tenant, meeting_id in self.log.meetings():
                 if not self.digester.is_current(meeting_id, tenant=tenant):
-                    self._summarize_soon(tenant, meeting_id)
+                    self.scheduler.summarize_soon(tenant, meeting_id)
         log.info("ready in %.1f s", time.perf_counter() - started)
 
     def require_ready(self) -> None:
@@ -221,57 +214,15 @@ class MeetingService:
         key = (tenant, meeting_id)
         if not segments:
             return result, ids  # nothing stored, no meeting made: nothing for the reaper to close either
-        with self._activity_lock:
-            self._activity[key] = self.clock()
+        self.reaper.heard(key)
         if result.added:
-            self.indexer.notify(tenant, meeting_id)
+            self.scheduler.indexer.notify(tenant, meeting_id)
             self.feed.publish(key)
         elif meta is not None and not meta.empty and self.digester is not None and self.state == "ready":
             # A new date changes how "by Friday" resolves: the ledger is remade.
             self.digester.invalidate(meeting_id, tenant=tenant)
-            self._summarize_soon(tenant, meeting_id)
+            self.scheduler.summarize_soon(tenant, meeting_id)
         return result, ids
-
-    def _index(self, tenant: str, meeting_id: str) -> None:
-        """The indexer's job after an append: the work itself, or with a job queue, the jobs deferred to the
-        workers (the lexical rows are added here at once: cheap, and what the pending count reads)."""
-        if self.jobs is None:
-            self._index_here(tenant, meeting_id)
-            return
-        self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
-        rows = getattr(self.search, "rows", None)
-        if rows is not None:
-            rows.catch_up(tenant, meeting_id)
-        self.jobs.index(tenant, meeting_id)
-        if self.digester is not None and self.state == "ready":
-            self.jobs.digest(tenant, meeting_id)
-
-    def _index_here(self, tenant: str, meeting_id: str) -> None:
-        """Embed the meeting's rows still lacking vectors and bring its digest up to date, in this process
-        (with a job queue: the fallback, taking only vectors and a digest no worker made meanwhile)."""
-        exclusive = getattr(self.search, "exclusive", None) if self.jobs is not None else None
-        if exclusive is not None:
-            with exclusive(tenant, meeting_id) as mine:
-                if not mine:  # another API process is at it: look again later
-                    self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
-                    return
-                self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
-        else:
-            self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
-        if self.digester is not None and self.state == "ready":
-            self.summaries.notify(tenant, meeting_id)
-
-    def _summarize_soon(self, tenant: str, meeting_id: str) -> None:
-        """Have the meeting's digest remade: by a worker (here only if none has after `fallback_after`), or
-        by the summarizer thread."""
-        if self.jobs is None:
-            self.summaries.notify(tenant, meeting_id)
-            return
-        self.fallback.notify(tenant, meeting_id, after=self.options.fallback_after)
-        try:
-            self.jobs.digest(tenant, meeting_id)
-        except Exception:  # the fallback does it later
-            log.exception("deferring the digest of meeting %r of tenant %r failed", meeting_id, tenant)
 
     def pending_vectors(self) -> int | None:
         """Segments still waiting for their vectors (None without a model): on PostgreSQL, rows of the whole
@@ -279,13 +230,6 @@ class MeetingService:
         if self.search.routes is None:
             return None
         return self.search.pending_vectors()
-
-    def _summarize(self, tenant: str, meeting_id: str) -> None:
-        assert self.digester is not None
-        if not self.digester.is_current(meeting_id, tenant=tenant):
-            # Its topic sections read the segments' vectors: embed what arrived since the indexer's pass.
-            self.search.meeting_index(meeting_id, tenant=tenant, embed=True)
-            self.digester.update(meeting_id, tenant=tenant)
 
     # -- reads ------------------------------------------------------------------------------------------
     def segments(self, tenant: str, meeting_id: str, *, start: float | None = None,
@@ -408,11 +352,10 @@ class MeetingService:
         """Record the meeting's end; later segments (a device catching up) reopen it."""
         closure = self.log.close_meeting(meeting_id, tenant=tenant, reason=reason)
         key = (tenant, meeting_id)
-        with self._activity_lock:
-            self._activity.pop(key, None)
+        self.reaper.closed(key)
         self.feed.publish(key)
         if self.digester is not None and self.state == "ready":
-            self._summarize_soon(tenant, meeting_id)
+            self.scheduler.summarize_soon(tenant, meeting_id)
         for hook in self.on_close:
             try:
                 hook(tenant, meeting_id, closure)
@@ -420,36 +363,7 @@ class MeetingService:
                 log.exception("a close hook failed for meeting %r of tenant %r", meeting_id, tenant)
         return closure
 
-    def close_silent(self, now: float | None = None) -> list[tuple[str, str]]:
-        """Close every open meeting that has had no new segment for `close_after_silence` seconds."""
-        limit = self.options.close_after_silence
-        if limit <= 0:
-            return []
-        now = self.clock() if now is None else now
-        with self._activity_lock:
-            silent = [key for key, last in self._activity.items() if now - last >= limit]
-        closed = []
-        for key in silent:
-            tenant, meeting_id = key
-            try:
-                self.close(tenant, meeting_id, reason="silence")
-                closed.append(key)
-                self._reap_failed.discard(key)
-            except MeetingNotFound:
-                # Nothing to close (no segment was ever stored): forget it, and say so once.
-                with self._activity_lock:
-                    self._activity.pop(key, None)
-                log.warning("not closing meeting %r of tenant %r: it holds no segments", meeting_id, tenant)
-            except StoreError as exc:
-                # Kept, to try again next round (a locked or full database may recover), but logged once:
-                # a reaper that logs every pass buries every other message.
-                if key not in self._reap_failed:
-                    self._reap_failed.add(key)
-                    log.warning("closing silent meeting %r of tenant %r failed (retrying quietly): %s",
-                                meeting_id, tenant, exc)
-        return closed
-
-    # -- deletion and retention -------------------------------------------------------------------------
+    # -- deletion ---------------------------------------------------------------------------------------
     def delete(self, tenant: str, meeting_id: str, *, reason: str = "deleted by the tenant") -> Tombstone:
         """Delete the meeting (store/log.py `delete_meeting`): its rows in one transaction, then its audio
         files, then everything held in memory of it; its open event streams end.
@@ -468,9 +382,7 @@ class MeetingService:
                 AudioStore(self.log).remove_files(meeting_id, shas, tenant=tenant)
         except Exception:  # the rows are gone for good; a file left behind is logged, not a failed deletion
             log.exception("removing the audio files of deleted meeting %r of tenant %r failed", meeting_id, tenant)
-        with self._activity_lock:
-            self._activity.pop(key, None)
-        self._reap_failed.discard(key)
+        self.reaper.deleted(key)
         self.search.forget(meeting_id, tenant=tenant)
         if self.digester is not None:
             self.digester.forget(meeting_id, tenant=tenant)
@@ -485,45 +397,3 @@ class MeetingService:
 
     def tombstones(self, tenant: str) -> list[Tombstone]:
         return self.log.tombstones(tenant=tenant)
-
-    def apply_retention(self) -> list[Expired]:
-        """Delete every meeting past its tenant's retention; returns those deleted."""
-        done = []
-        for item in self._retention.expired():
-            try:
-                self.delete(item.tenant, item.meeting_id,
-                            reason=f"retention: older than {item.days} days (by {item.basis} {item.since})")
-                done.append(item)
-            except MeetingNotFound:
-                pass  # deleted meanwhile
-        return done
-
-    def _retention_round(self) -> None:
-        now = self.clock()
-        if now < self._retention_due or self.receipt_key is None:
-            return
-        self._retention_due = now + max(1.0, self.options.retention_interval)
-        try:
-            self.apply_retention()
-        except Exception:  # the next round tries again
-            log.exception("applying the retention policy failed")
-
-    def _seed_activity(self) -> None:
-        """After a restart, open meetings count their silence from their newest segment's arrival."""
-        now_wall = datetime.now(UTC)
-        now = self.clock()
-        for tenant, meeting_id, received_at in self.log.open_meetings():
-            try:
-                age = (now_wall - datetime.fromisoformat(received_at)).total_seconds() if received_at else 0.0
-            except ValueError:
-                age = 0.0
-            self._activity[(tenant, meeting_id)] = now - max(age, 0.0)
-
-    def _reap_forever(self) -> None:
-        interval = max(0.05, self.options.reap_interval)
-        while not self._stop.wait(interval):
-            try:
-                self.close_silent()
-            except Exception:  # keep reaping; the next round tries again
-                log.exception("closing silent meetings failed")
-            self._retention_round()

@@ -4,6 +4,9 @@ One write path (`TranscriptLog.append`) adds segments; the database itself refus
 the log (triggers), and a replayed `(device_id, seq)` is ignored rather than replaced. Each meeting's rows
 form a hash chain in arrival order, so `verify` can show that nothing was altered behind the triggers'
 back. Indexes, summaries and the ledger are derived from this table and can always be rebuilt from it.
+
+A meeting's dump and load (`meetmem migrate`) are `store/dump.py`; the retention settings it keeps,
+`store/retention.py`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,46 +23,38 @@ from typing import Any
 import sqlite_utils
 
 from .batch import plan_batch
+from .dump import MeetingDumps
 from .errors import ImmutableLog, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
 from .interchange import check_id, check_segment_input
 from .meeting_meta import MeetingMeta, meta_from_row, write_meta
 from .receipts import Receipt, ReceiptKey
 from .records import (
+    DEFAULT_TENANT,
     GENESIS_HASH,
     AppendResult,
     ChainReport,
     Closure,
-    MeetingDump,
     Segment,
     SegmentInput,
     segment_id_for,
 )
+from .retention import RetentionSettings
+from .rows import SEGMENT_COLUMNS, SEGMENT_SELECT, TOMBSTONE_COLUMNS, row_to_segment
 from .schema import create_schema
 from .tombstones import Tombstone, check_tombstone, sign_tombstone
 from .verify import check_chain
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TENANT = "local"
 #: Reader connections kept open between reads (more readers at once open one each and close it after).
 READER_POOL_SIZE = 8
-
-# The log's columns are the record's fields, in the record's order.
-_SEGMENT_COLUMNS = tuple(f.name for f in fields(Segment))
-_SELECT = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-
-_TOMBSTONE_COLUMNS = "tenant, meeting_id, deleted_at, reason, segments, head_pos, head_hash, key_id, sig, version"
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _row_to_segment(row: Sequence[Any]) -> Segment:
-    return Segment(**dict(zip(_SEGMENT_COLUMNS, row, strict=True)))
-
-
-class TranscriptLog:
+class TranscriptLog(MeetingDumps, RetentionSettings):
     """The transcript log of one SQLite file.
 
     Safe to share between threads: writes are serialised by a lock and by SQLite's write lock
@@ -245,8 +239,8 @@ class TranscriptLog:
         for chunk_start in range(0, len(ids), 500):
             chunk = ids[chunk_start : chunk_start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in conn.execute(f"SELECT {_SELECT} FROM segments WHERE segment_id IN ({marks})", chunk):
-                seg = _row_to_segment(row)
+            for row in conn.execute(f"SELECT {SEGMENT_SELECT} FROM segments WHERE segment_id IN ({marks})", chunk):
+                seg = row_to_segment(row)
                 stored[seg.segment_id] = seg
         max_seq_row = conn.execute(
             "SELECT MAX(seq) FROM segments WHERE tenant = ? AND meeting_id = ? AND device_id = ?",
@@ -269,11 +263,11 @@ class TranscriptLog:
                           supersedes_exists=supersedes_exists)
         rows, added, duplicates, pos, prev = plan.rows, plan.added, plan.duplicates, plan.head_pos + 1, plan.head_hash
         if rows:
-            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-            marks = ", ".join("?" * len(_SEGMENT_COLUMNS))
+            columns = ", ".join(f'"{c}"' for c in SEGMENT_COLUMNS)
+            marks = ", ".join("?" * len(SEGMENT_COLUMNS))
             conn.executemany(
                 f"INSERT INTO segments ({columns}) VALUES ({marks})",
-                [tuple(r[c] for c in _SEGMENT_COLUMNS) for r in rows],
+                [tuple(r[c] for c in SEGMENT_COLUMNS) for r in rows],
             )
             inserted = conn.execute(
                 "SELECT COUNT(*) FROM segments WHERE tenant = ? AND meeting_id = ? AND chain_pos >= ?",
@@ -355,8 +349,8 @@ class TranscriptLog:
                 "AND supersedes IS NOT NULL)"
             )
             args.extend([tenant, meeting_id])
-        sql = f"SELECT {_SELECT} FROM segments WHERE {' AND '.join(where)} ORDER BY start, device_id, seq"
-        return [_row_to_segment(r) for r in self.read(sql, args)]
+        sql = f"SELECT {SEGMENT_SELECT} FROM segments WHERE {' AND '.join(where)} ORDER BY start, device_id, seq"
+        return [row_to_segment(r) for r in self.read(sql, args)]
 
     def get(self, segment_ids: Iterable[str]) -> dict[str, Segment]:
         """Segments by id (any meeting, any tenant: callers check ownership)."""
@@ -365,8 +359,8 @@ class TranscriptLog:
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            for row in self.read(f"SELECT {_SELECT} FROM segments WHERE segment_id IN ({marks})", chunk):
-                seg = _row_to_segment(row)
+            for row in self.read(f"SELECT {SEGMENT_SELECT} FROM segments WHERE segment_id IN ({marks})", chunk):
+                seg = row_to_segment(row)
                 found[seg.segment_id] = seg
         return found
 
@@ -381,14 +375,14 @@ class TranscriptLog:
         self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, after_pos: int = -1, limit: int | None = None
     ) -> Iterator[Segment]:
         """A meeting's rows in arrival (chain) order, from `after_pos + 1` on (at most `limit` of them)."""
-        sql = (f"SELECT {_SELECT} FROM segments WHERE tenant = ? AND meeting_id = ? AND chain_pos > ? "
+        sql = (f"SELECT {SEGMENT_SELECT} FROM segments WHERE tenant = ? AND meeting_id = ? AND chain_pos > ? "
                "ORDER BY chain_pos")
         args: list[Any] = [tenant, meeting_id, after_pos]
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
         for row in self.read(sql, args):
-            yield _row_to_segment(row)
+            yield row_to_segment(row)
 
     def last_chain_pos(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
         """The chain position of the meeting's newest row (-1 when it has none)."""
@@ -526,128 +520,22 @@ class TranscriptLog:
 
     def tombstone(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Tombstone | None:
         """The meeting's tombstone, if it was deleted."""
-        rows = self.read(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+        rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
                          (tenant, meeting_id))
         return Tombstone(*rows[0]) if rows else None
 
     def tombstones(self, *, tenant: str | None = None) -> list[Tombstone]:
         """Every tombstone (of one tenant, or all), oldest deletion first."""
         if tenant is None:
-            rows = self.read(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, rowid")
+            rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, rowid")
         else:
-            rows = self.read(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? "
+            rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? "
                              "ORDER BY deleted_at, rowid", (tenant,))
         return [Tombstone(*r) for r in rows]
 
     def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:
         """Raises `ReceiptError` unless `key` signed the tombstone as stored."""
         check_tombstone(key, tombstone)
-
-    # -- retention settings (store/retention.py decides; the log keeps them) ------------------------------
-    def _retention_table(self) -> None:
-        with self.transaction():
-            self.db.execute("CREATE TABLE IF NOT EXISTS retention_policy (tenant TEXT PRIMARY KEY, "
-                            "days INTEGER NOT NULL, set_at TEXT NOT NULL)")
-
-    def retention_settings(self) -> dict[str, int]:
-        """Each tenant's own retention setting in days (0: keep forever)."""
-        self._retention_table()
-        return {r[0]: int(r[1]) for r in self.read("SELECT tenant, days FROM retention_policy ORDER BY tenant")}
-
-    def set_retention(self, tenant: str, days: int | None) -> None:
-        """Set a tenant's retention in days; None removes the tenant's own setting."""
-        self._retention_table()
-        with self.transaction():
-            if days is None:
-                self.db.execute("DELETE FROM retention_policy WHERE tenant = ?", (tenant,))
-            else:
-                self.db.execute("INSERT OR REPLACE INTO retention_policy VALUES (?, ?, ?)",
-                                (tenant, days, _now()))
-
-    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
-        """`(tenant, meeting_id, started_at, last segment's arrival, created_at)` of every meeting, oldest first."""
-        return [tuple(r) for r in self.read(  # type: ignore[misc]
-            "SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
-            "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
-            + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
-            (tenant,) if tenant is not None else (),
-        )]
-
-    # -- moving a meeting between databases (`meetmem migrate`) ------------------------------------------
-    def dump_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingDump:
-        """The meeting's rows exactly as stored, read in one transaction (a consistent snapshot)."""
-        with self.transaction():
-            conn = self._conn
-            row = conn.execute("SELECT created_at, title, started_at, participants FROM meetings WHERE tenant = ? "
-                               "AND meeting_id = ?", (tenant, meeting_id)).fetchone()
-            if row is None:
-                raise MeetingNotFound(tenant, meeting_id)
-            segments = tuple(_row_to_segment(r) for r in conn.execute(
-                f"SELECT {_SELECT} FROM segments WHERE tenant = ? AND meeting_id = ? ORDER BY chain_pos",
-                (tenant, meeting_id)))
-            closures = tuple((str(c[0]), str(c[1]), int(c[2])) for c in conn.execute(
-                "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = ? AND meeting_id = ? "
-                "ORDER BY rowid", (tenant, meeting_id)))
-            head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND meeting_id = ?",
-                                (tenant, meeting_id)).fetchone()
-        return MeetingDump(tenant, meeting_id, row[0], row[1], row[2], row[3], segments, closures,
-                           (int(head[0]), str(head[1])) if head else None)
-
-    def load_meeting(self, dump: MeetingDump) -> bool:
-        """Store a dumped meeting with its rows, links and head as they were; all or nothing.
-
-        Returns:
-            False when this database holds the meeting already with the same head (a migration run again).
-
-        Raises:
-            StoreError: the meeting is here with other rows, or was deleted here.
-        """
-        d = dump
-        with self.transaction():
-            conn = self._conn
-            gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
-                                (d.tenant, d.meeting_id)).fetchone()
-            if gone is not None:
-                raise MeetingDeleted(d.tenant, d.meeting_id, gone[0])
-            if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?",
-                            (d.tenant, d.meeting_id)).fetchone() is not None:
-                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND "
-                                    "meeting_id = ?", (d.tenant, d.meeting_id)).fetchone()
-                if (tuple(head) if head else None) == d.head:
-                    return False
-                raise StoreError(f"the target already holds meeting {d.meeting_id!r} of tenant {d.tenant!r} with "
-                                 "other rows; nothing of it was copied")
-            conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at, title, started_at, participants) "
-                         "VALUES (?, ?, ?, ?, ?, ?)",
-                         (d.tenant, d.meeting_id, d.created_at, d.title, d.started_at, d.participants))
-            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-            conn.executemany(f"INSERT INTO segments ({columns}) VALUES ({', '.join('?' * len(_SEGMENT_COLUMNS))})",
-                             [tuple(getattr(seg, c) for c in _SEGMENT_COLUMNS) for seg in d.segments])
-            conn.executemany("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
-                             "VALUES (?, ?, ?, ?, ?)", [(d.tenant, d.meeting_id, *c) for c in d.closures])
-            if d.head is not None:
-                conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) VALUES (?, ?, ?, ?)",
-                             (d.tenant, d.meeting_id, *d.head))
-        return True
-
-    def load_tombstone(self, tombstone: Tombstone) -> bool:
-        """Keep another database's tombstone as signed (False: it is here already)."""
-        t = tombstone
-        with self.transaction():
-            conn = self._conn
-            held = conn.execute(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND "
-                                "meeting_id = ?", (t.tenant, t.meeting_id)).fetchone()
-            if held is not None:
-                if Tombstone(*held) == t:
-                    return False
-                raise StoreError(f"the target holds another tombstone for meeting {t.meeting_id!r}")
-            if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?",
-                            (t.tenant, t.meeting_id)).fetchone() is not None:
-                raise StoreError(f"the target holds meeting {t.meeting_id!r}, which the source deleted")
-            conn.execute(f"INSERT INTO meeting_deletions ({_TOMBSTONE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
-                          t.key_id, t.sig, t.version))
-        return True
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:

@@ -7,6 +7,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: The tenant of a single-user install, and of every call that names none.
+DEFAULT_TENANT = "local"
+
 #: The device id used for a file ingested by the CLI is this prefix plus the sha256 of the file's bytes.
 FILE_DEVICE_PREFIX = "file:"
 

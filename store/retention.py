@@ -8,6 +8,10 @@ tenant's 0 days means "keep forever", whatever the service's default.
 
 Deleting goes through `TranscriptLog.delete_meeting`, as any deletion: each meeting leaves a signed
 tombstone whose reason names the policy.
+
+The decisions (`RetentionPolicy`) are the same on both backends; each log keeps the settings and reports its
+meetings' ages: the SQLite log through `RetentionSettings` below, the PostgreSQL one through
+store/pg/retention.py.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from .errors import InvalidSegment
 from .interchange import check_id
-from .log import TranscriptLog
 
 if TYPE_CHECKING:
+    from .log import TranscriptLog
     from .pg.log import PgTranscriptLog
 
 
@@ -93,3 +97,36 @@ class RetentionPolicy:
             if now - when > timedelta(days=limit):
                 out.append(Expired(t, meeting_id, basis, since, limit))
         return out
+
+
+class RetentionSettings:
+    """The SQLite log's retention settings and its meetings' ages (a part of `TranscriptLog`)."""
+
+    def _retention_table(self) -> None:
+        with self.transaction():
+            self.db.execute("CREATE TABLE IF NOT EXISTS retention_policy (tenant TEXT PRIMARY KEY, "
+                            "days INTEGER NOT NULL, set_at TEXT NOT NULL)")
+
+    def retention_settings(self) -> dict[str, int]:
+        """Each tenant's own retention setting in days (0: keep forever)."""
+        self._retention_table()
+        return {r[0]: int(r[1]) for r in self.read("SELECT tenant, days FROM retention_policy ORDER BY tenant")}
+
+    def set_retention(self, tenant: str, days: int | None) -> None:
+        """Set a tenant's retention in days; None removes the tenant's own setting."""
+        self._retention_table()
+        with self.transaction():
+            if days is None:
+                self.db.execute("DELETE FROM retention_policy WHERE tenant = ?", (tenant,))
+            else:
+                self.db.execute("INSERT OR REPLACE INTO retention_policy VALUES (?, ?, ?)",
+                                (tenant, days, datetime.now(UTC).isoformat(timespec="microseconds")))
+
+    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
+        """`(tenant, meeting_id, started_at, last segment's arrival, created_at)` of every meeting, oldest first."""
+        return [tuple(r) for r in self.read(  # type: ignore[misc]
+            "SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
+            "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
+            + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
+            (tenant,) if tenant is not None else (),
+        )]

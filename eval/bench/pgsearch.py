@@ -93,7 +93,7 @@ def prepare_schema(url: str) -> None:
 def _copy_meeting(pg: Any, log: Any, search: Any, meeting_id: str) -> int:
     """The meeting's rows and cached vectors from the SQLite backend into `segment_search`."""
     from meetmem.store.index.search import vector_key
-    from meetmem.store.pg.search import tsvector_literal
+    from meetmem.store.pg.lexemes import tsvector_literal
 
     segments = list(log.chain(meeting_id))
     opts = search.options
@@ -249,7 +249,7 @@ def _load_rows(url: str, pool: Sequence[tuple[str, str | None, np.ndarray]], fir
     from pgvector.psycopg import register_vector
 
     from meetmem.store.index.tokenize import MeetingTokenizer
-    from meetmem.store.pg.search import tsvector_literal
+    from meetmem.store.pg.lexemes import tsvector_literal
 
     tokenizer = MeetingTokenizer()
     tokens = [tokenizer.tokens(text) for text, _s, _v in pool]

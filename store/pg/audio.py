@@ -31,7 +31,8 @@ from ..audio import (
 )
 from ..errors import MeetingNotFound, SequenceError
 from ..log import DEFAULT_TENANT
-from .log import ALL_TENANTS, PgTranscriptLog
+from .connections import ALL_TENANTS
+from .log import PgTranscriptLog
 
 #: Rendered stretches one meeting keeps (as `cloud.audio_render.KEEP_RENDERED` does on disk).
 KEEP_RENDERED = 8

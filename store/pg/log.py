@@ -11,22 +11,21 @@
 - Tenant isolation by row-level security: each transaction sets `app.tenant` to the tenant it serves, and
   the policies show it that tenant's rows alone, whatever a query's WHERE says. Reads across tenants (the
   operator's listings, the reaper) say so with `'*'`, which reads every tenant and writes none.
+
+The pooled connections and the conversion of the driver's errors are `store/pg/connections.py`; a
+meeting's dump and load (`meetmem migrate`) are `store/pg/dump.py`; the retention settings,
+`store/pg/retention.py`.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
 from ..batch import plan_batch
 from ..errors import (
-    DatabaseUnavailable,
-    ImmutableLog,
     InvalidSegment,
     MeetingDeleted,
     MeetingNotFound,
@@ -37,51 +36,28 @@ from ..interchange import check_id, check_segment_input
 from ..meeting_meta import MeetingMeta, meta_from_row
 from ..receipts import Receipt, ReceiptKey
 from ..records import (
+    DEFAULT_TENANT,
     GENESIS_HASH,
     AppendResult,
     ChainReport,
     Closure,
-    MeetingDump,
     Segment,
     SegmentInput,
     segment_id_for,
 )
+from ..rows import SEGMENT_COLUMNS, SEGMENT_SELECT, TOMBSTONE_COLUMNS, row_to_segment
 from ..tombstones import Tombstone, check_tombstone, sign_tombstone
 from ..verify import check_chain
-from . import migrate, require_psycopg
+from . import migrate
+from .connections import ALL_TENANTS, POOL_SIZE, PgConnections
+from .dump import PgMeetingDumps
+from .retention import PgRetentionSettings
 
 log = logging.getLogger(__name__)
-
-DEFAULT_TENANT = "local"
-APP_ROLE = "meetmem_app"
-#: The tenant setting that reads every tenant (and, by the policies, writes none).
-ALL_TENANTS = "*"
-POOL_SIZE = 8
-
-_SEGMENT_COLUMNS = tuple(f.name for f in fields(Segment))
-_SELECT = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-_TOMBSTONE_COLUMNS = "tenant, meeting_id, deleted_at, reason, segments, head_pos, head_hash, key_id, sig, version"
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def _row_to_segment(row: Sequence[Any]) -> Segment:
-    return Segment(**dict(zip(_SEGMENT_COLUMNS, row, strict=True)))
-
-
-def unavailable_reason(exc: BaseException) -> str:
-    """A connection failure in a line a person can read, without the server's address: "connection refused",
-    "the database system is starting up", "server closed the connection unexpectedly"."""
-    text = " ".join(str(exc).split())
-    for known in ("Connection refused", "the database system is starting up", "the database system is shutting down",
-                  "the database system is not yet accepting connections", "the database system is in recovery mode",
-                  "server closed the connection unexpectedly", "terminating connection due to administrator command",
-                  "too many clients already", "timeout expired", "No route to host", "Connection timed out"):
-        if known.lower() in text.lower():
-            return known[0].lower() + known[1:]
-    return text.rsplit("failed: ", 1)[-1][:200] or type(exc).__name__
 
 
 def _check_text(segments: Sequence[SegmentInput]) -> None:
@@ -94,7 +70,7 @@ def _check_text(segments: Sequence[SegmentInput]) -> None:
                                      seq=item.seq)
 
 
-class PgTranscriptLog:
+class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
     """The transcript log in one PostgreSQL database, shared by any number of processes.
 
     Args:
@@ -109,14 +85,8 @@ class PgTranscriptLog:
 
     def __init__(self, url: str, *, clock: Callable[[], str] | None = None, upgrade: bool = False,
                  pool_size: int = POOL_SIZE) -> None:
-        self.url = url
-        self.path = migrate.redact(url)
+        super().__init__(url, pool_size=pool_size)
         self._clock = clock or _now
-        self._psycopg = require_psycopg()
-        self._pool: list[Any] = []
-        self._pool_lock = threading.Lock()
-        self._pool_size = pool_size
-        self._closed = False
         if upgrade:
             migrate.upgrade(url)
         with self._session(ALL_TENANTS) as conn:
@@ -140,102 +110,6 @@ class PgTranscriptLog:
                              f"SQLite file (--db); on PostgreSQL the search, summaries, ledger and audio have "
                              f"their own tables")
         raise AttributeError(name)
-
-    # -- connections ------------------------------------------------------------------------------------
-    def _connect(self) -> Any:
-        psycopg = self._psycopg
-        try:
-            conn = psycopg.connect(self.url, autocommit=True)
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"cannot open the database {self.path}: {exc}",
-                                      reason=unavailable_reason(exc)) from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
-        try:
-            if conn.execute("SELECT current_user").fetchone()[0] != APP_ROLE:
-                conn.execute(f"SET ROLE {APP_ROLE}")
-        except psycopg.Error as exc:
-            conn.close()
-            raise StoreError(f"the user of {self.path} cannot act as {APP_ROLE}: connect as {APP_ROLE} or a member "
-                             f"of it (GRANT {APP_ROLE} TO your_user): {exc}") from exc
-        return conn
-
-    @contextmanager
-    def _session(self, tenant: str, *, isolation: str | None = None) -> Iterator[Any]:
-        """One transaction on a pooled connection, serving `tenant` (row-level security sees only it).
-
-        A pooled connection the server dropped (PostgreSQL restarted) fails at its first statement, before
-        anything is done: it is replaced by a new one and the transaction begun again, and the other idle
-        connections, from the same lost server, are dropped too. So a restart of PostgreSQL costs the requests
-        made while it was down, not the first few after it is back.
-        """
-        if self._closed:
-            raise StoreError(f"the log of {self.path} is closed")
-        psycopg = self._psycopg
-        with self._pool_lock:
-            conn = self._pool.pop() if self._pool else None
-        pooled = conn is not None and not conn.closed
-        if not pooled:
-            conn = self._connect()
-        while True:
-            transaction = conn.transaction()
-            try:
-                transaction.__enter__()
-            except psycopg.OperationalError as exc:
-                conn.close()
-                if not pooled:
-                    raise DatabaseUnavailable(f"the database {self.path} failed: {exc}",
-                                              reason=unavailable_reason(exc)) from exc
-                self._drop_idle()
-                conn, pooled = self._connect(), False
-                continue
-            break
-        try:
-            try:
-                if isolation is not None:
-                    conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
-                conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant,))
-                yield conn
-            except BaseException as exc:
-                if not transaction.__exit__(type(exc), exc, exc.__traceback__):
-                    raise
-            else:
-                transaction.__exit__(None, None, None)
-        except psycopg.errors.RestrictViolation as exc:
-            raise ImmutableLog(str(exc.diag.message_primary or exc)) from exc
-        except psycopg.OperationalError as exc:
-            self._drop_idle()
-            raise DatabaseUnavailable(f"the database {self.path} failed: {exc}",
-                                      reason=unavailable_reason(exc)) from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"the database {self.path} refused: {exc}") from exc
-        finally:
-            idle = psycopg.pq.TransactionStatus.IDLE
-            with self._pool_lock:
-                keep = (not self._closed and not conn.closed and conn.info.transaction_status == idle
-                        and len(self._pool) < self._pool_size)
-                if keep:
-                    self._pool.append(conn)
-            if not keep:
-                conn.close()
-
-    def _drop_idle(self) -> None:
-        """Close the idle pooled connections (after one failed: they reach the same server, likely lost too)."""
-        with self._pool_lock:
-            pool, self._pool = self._pool, []
-        for conn in pool:
-            conn.close()
-
-    def _rows(self, sql: str, params: Sequence[Any] = (), *, tenant: str) -> list[tuple[Any, ...]]:
-        with self._session(tenant) as conn:
-            return conn.execute(sql, params).fetchall()
-
-    def close(self) -> None:
-        with self._pool_lock:
-            self._closed = True
-            pool, self._pool = self._pool, []
-        for conn in pool:
-            conn.close()
 
     def __enter__(self) -> PgTranscriptLog:
         return self
@@ -289,8 +163,8 @@ class PgTranscriptLog:
         conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES (%s, %s, %s) "
                      "ON CONFLICT (tenant, meeting_id) DO NOTHING", (tenant, meeting_id, _now()))
         ids = [segment_id_for(tenant, meeting_id, device_id, s.seq) for s in ordered]
-        stored = {seg.segment_id: seg for seg in map(_row_to_segment, conn.execute(
-            f"SELECT {_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,)).fetchall())}
+        stored = {seg.segment_id: seg for seg in map(row_to_segment, conn.execute(
+            f"SELECT {SEGMENT_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,)).fetchall())}
         max_seq = conn.execute("SELECT MAX(seq) FROM segments WHERE tenant = %s AND meeting_id = %s AND "
                                "device_id = %s", (tenant, meeting_id, device_id)).fetchone()[0]
         last = conn.execute("SELECT chain_pos, hash FROM segments WHERE tenant = %s AND meeting_id = %s "
@@ -305,11 +179,11 @@ class PgTranscriptLog:
                           stored=stored, max_seq=-1 if max_seq is None else int(max_seq), next_pos=pos,
                           prev_hash=prev, received_at=self._clock(), supersedes_exists=supersedes_exists)
         if plan.rows:
-            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-            marks = ", ".join(["%s"] * len(_SEGMENT_COLUMNS))
+            columns = ", ".join(f'"{c}"' for c in SEGMENT_COLUMNS)
+            marks = ", ".join(["%s"] * len(SEGMENT_COLUMNS))
             with conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO segments ({columns}) VALUES ({marks})",
-                                [tuple(r[c] for c in _SEGMENT_COLUMNS) for r in plan.rows])
+                                [tuple(r[c] for c in SEGMENT_COLUMNS) for r in plan.rows])
             conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) VALUES (%s, %s, %s, %s) "
                          "ON CONFLICT (tenant, meeting_id) DO UPDATE SET head_pos = excluded.head_pos, "
                          "head_hash = excluded.head_hash", (tenant, meeting_id, plan.head_pos, plan.head_hash))
@@ -360,17 +234,18 @@ class PgTranscriptLog:
                          "AND supersedes IS NOT NULL)")
             args.extend([tenant, meeting_id])
         # COLLATE "C": the byte order SQLite sorts device ids in, whatever the database's locale.
-        sql = (f"SELECT {_SELECT} FROM segments WHERE {' AND '.join(where)} "
+        sql = (f"SELECT {SEGMENT_SELECT} FROM segments WHERE {' AND '.join(where)} "
                'ORDER BY start, device_id COLLATE "C", seq')
-        return [_row_to_segment(r) for r in self._rows(sql, args, tenant=tenant)]
+        return [row_to_segment(r) for r in self._rows(sql, args, tenant=tenant)]
 
     def get(self, segment_ids: Iterable[str]) -> dict[str, Segment]:
         """Segments by id (any meeting, any tenant: callers check ownership)."""
         ids = list(dict.fromkeys(segment_ids))
         if not ids:
             return {}
-        rows = self._rows(f"SELECT {_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,), tenant=ALL_TENANTS)
-        return {seg.segment_id: seg for seg in map(_row_to_segment, rows)}
+        rows = self._rows(f"SELECT {SEGMENT_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,),
+                          tenant=ALL_TENANTS)
+        return {seg.segment_id: seg for seg in map(row_to_segment, rows)}
 
     def superseded_ids(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> set[str]:
         rows = self._rows("SELECT supersedes FROM segments WHERE tenant = %s AND meeting_id = %s AND "
@@ -380,14 +255,14 @@ class PgTranscriptLog:
     def chain(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, after_pos: int = -1,
               limit: int | None = None) -> Iterator[Segment]:
         """A meeting's rows in arrival (chain) order, from `after_pos + 1` on (at most `limit` of them)."""
-        sql = (f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s AND chain_pos > %s "
+        sql = (f"SELECT {SEGMENT_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s AND chain_pos > %s "
                "ORDER BY chain_pos")
         args: list[Any] = [tenant, meeting_id, after_pos]
         if limit is not None:
             sql += " LIMIT %s"
             args.append(limit)
         for row in self._rows(sql, args, tenant=tenant):
-            yield _row_to_segment(row)
+            yield row_to_segment(row)
 
     def last_chain_pos(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
         rows = self._rows("SELECT MAX(chain_pos) FROM segments WHERE tenant = %s AND meeting_id = %s",
@@ -497,111 +372,22 @@ class PgTranscriptLog:
         return t, shas
 
     def tombstone(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Tombstone | None:
-        rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
+        rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
                           "meeting_id = %s", (tenant, meeting_id), tenant=tenant)
         return Tombstone(*rows[0]) if rows else None
 
     def tombstones(self, *, tenant: str | None = None) -> list[Tombstone]:
         """Every tombstone (of one tenant, or all), oldest deletion first."""
         if tenant is None:
-            rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, ord",
+            rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, ord",
                               tenant=ALL_TENANTS)
         else:
-            rows = self._rows(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s "
+            rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s "
                               "ORDER BY deleted_at, ord", (tenant,), tenant=tenant)
         return [Tombstone(*r) for r in rows]
 
     def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:
         check_tombstone(key, tombstone)
-
-    # -- retention settings -----------------------------------------------------------------------------
-    def retention_settings(self) -> dict[str, int]:
-        rows = self._rows("SELECT tenant, days FROM retention_policy ORDER BY tenant", tenant=ALL_TENANTS)
-        return {r[0]: int(r[1]) for r in rows}
-
-    def set_retention(self, tenant: str, days: int | None) -> None:
-        with self._session(tenant) as conn:
-            if days is None:
-                conn.execute("DELETE FROM retention_policy WHERE tenant = %s", (tenant,))
-            else:
-                conn.execute("INSERT INTO retention_policy (tenant, days, set_at) VALUES (%s, %s, %s) "
-                             "ON CONFLICT (tenant) DO UPDATE SET days = excluded.days, set_at = excluded.set_at",
-                             (tenant, days, datetime.now(UTC).isoformat(timespec="seconds")))
-
-    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
-        sql = ("SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
-               "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
-               + ("WHERE m.tenant = %s " if tenant is not None else "") + "ORDER BY m.created_at, m.ord")
-        return [tuple(r) for r in self._rows(sql, (tenant,) if tenant is not None else (),  # type: ignore[misc]
-                                             tenant=tenant if tenant is not None else ALL_TENANTS)]
-
-    # -- moving a meeting between databases (`meetmem migrate`) ------------------------------------------
-    def dump_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> MeetingDump:
-        """The meeting's rows exactly as stored, read on one snapshot."""
-        args = (tenant, meeting_id)
-        with self._session(tenant, isolation="REPEATABLE READ") as conn:
-            row = conn.execute("SELECT created_at, title, started_at, participants FROM meetings WHERE tenant = %s "
-                               "AND meeting_id = %s", args).fetchone()
-            if row is None:
-                raise MeetingNotFound(tenant, meeting_id)
-            segments = tuple(map(_row_to_segment, conn.execute(
-                f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s ORDER BY chain_pos", args)))
-            closures = tuple((str(c[0]), str(c[1]), int(c[2])) for c in conn.execute(
-                "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = %s AND meeting_id = %s "
-                "ORDER BY ord", args))
-            head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
-                                "meeting_id = %s", args).fetchone()
-        return MeetingDump(tenant, meeting_id, row[0], row[1], row[2], row[3], segments, closures,
-                           (int(head[0]), str(head[1])) if head else None)
-
-    def load_meeting(self, dump: MeetingDump) -> bool:
-        """Store a dumped meeting with its rows, links and head as they were (as `TranscriptLog.load_meeting`)."""
-        d = dump
-        args = (d.tenant, d.meeting_id)
-        with self._session(d.tenant) as conn:
-            self._lock_meeting(conn, d.tenant, d.meeting_id)
-            gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
-                                args).fetchone()
-            if gone is not None:
-                raise MeetingDeleted(d.tenant, d.meeting_id, gone[0])
-            if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", args).fetchone():
-                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
-                                    "meeting_id = %s", args).fetchone()
-                if (tuple(head) if head else None) == d.head:
-                    return False
-                raise StoreError(f"the target already holds meeting {d.meeting_id!r} of tenant {d.tenant!r} with "
-                                 "other rows; nothing of it was copied")
-            conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at, title, started_at, participants) "
-                         "VALUES (%s, %s, %s, %s, %s, %s)",
-                         (*args, d.created_at, d.title, d.started_at, d.participants))
-            columns = ", ".join(f'"{c}"' for c in _SEGMENT_COLUMNS)
-            marks = ", ".join(["%s"] * len(_SEGMENT_COLUMNS))
-            # INSERT, not COPY: PostgreSQL refuses COPY FROM into a table under row-level security.
-            with conn.cursor() as cur:
-                cur.executemany(f"INSERT INTO segments ({columns}) VALUES ({marks})",
-                                [tuple(getattr(seg, c) for c in _SEGMENT_COLUMNS) for seg in d.segments])
-                cur.executemany("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
-                                "VALUES (%s, %s, %s, %s, %s)", [(*args, *c) for c in d.closures])
-            if d.head is not None:
-                conn.execute("INSERT INTO meeting_heads (tenant, meeting_id, head_pos, head_hash) "
-                             "VALUES (%s, %s, %s, %s)", (*args, *d.head))
-        return True
-
-    def load_tombstone(self, tombstone: Tombstone) -> bool:
-        """Keep another database's tombstone as signed (False: it is here already); through the schema's
-        `meetmem_import_tombstone`, since the service's role cannot write tombstones itself."""
-        t = tombstone
-        with self._session(t.tenant) as conn:
-            held = conn.execute(f"SELECT {_TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
-                                "meeting_id = %s", (t.tenant, t.meeting_id)).fetchone()
-            if held is not None:
-                if Tombstone(*held) == t:
-                    return False
-                raise StoreError(f"the target holds another tombstone for meeting {t.meeting_id!r}")
-            conn.execute("SELECT meetmem_import_tombstone(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                         (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
-                          t.key_id, t.sig, t.version))
-        return True
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:
@@ -619,11 +405,11 @@ class PgTranscriptLog:
                                    "AND meeting_id = %s", args).fetchone()[0]
             head_row = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
                                     "meeting_id = %s", args).fetchone()
-            rows = conn.execute(f"SELECT {_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s "
+            rows = conn.execute(f"SELECT {SEGMENT_SELECT} FROM segments WHERE tenant = %s AND meeting_id = %s "
                                 "ORDER BY chain_pos", args).fetchall()
         head = (int(head_row[0]), str(head_row[1])) if head_row else None
         mine = [r for r in receipts if (r.tenant, r.meeting_id) == (tenant, meeting_id)]
-        return check_chain(meeting_id, map(_row_to_segment, rows), head=head, closed_through=int(through),
+        return check_chain(meeting_id, map(row_to_segment, rows), head=head, closed_through=int(through),
                            receipts=mine, key=key)
 
 

@@ -17,6 +17,9 @@ Keyword ranking (`PgSearchOptions.keyword`):
 Dense ranking (`PgSearchOptions.dense`): `exact` (every vector of the meeting compared, as the SQLite
 backend's flat index does) or `hnsw` (pgvector's HNSW index with iterative scans, for the default model).
 Both fuse exactly as `TranscriptSearch` does (store/index/fusion.py), so the two backends rank alike.
+
+The queries across all of a tenant's meetings are store/pg/search_across.py; the tsvector and tsquery forms
+of the lexemes, store/pg/lexemes.py.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from ..index.fusion import adaptive_weights, coverage, fuse, with_neighbours
 from ..index.search import EmbedderRoutes, SearchFilters, SearchOptions, embedded_text, vector_key
 from ..index.tokenize import MeetingTokenizer
 from ..records import Segment
+from .lexemes import quote_lexeme, tsquery_literal, tsvector_literal
+from .search_across import PgSearchAcross
 
 if TYPE_CHECKING:
     import psycopg
@@ -52,9 +57,6 @@ DenseRanking = Literal["exact", "hnsw"]
 APP_ROLE = "meetmem_app"
 #: Models whose vectors have an HNSW index (a partial expression index per model: see the migration).
 HNSW_INDEXED: dict[str, int] = {"minilm+speaker": 384}
-#: Postgres' limits on a tsvector: positions above this are clamped, longer lexemes are refused.
-_MAX_POSITION = 16383
-_MAX_LEXEME_BYTES = 2046
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,31 +78,6 @@ class PgHit:
     score: float
     keyword_rank: int | None = None
     dense_rank: int | None = None
-
-
-def tsvector_literal(tokens: Sequence[str]) -> str:
-    """The tsvector text form of `tokens` in order, with positions: `'word':1,4 'other':2`.
-
-    Built from the product's tokenizer rather than a Postgres text search configuration, so numbers
-    ("$4,250" -> 4250), codes ("TS-204"), negations (which Postgres' English stop list drops) and jieba's
-    Chinese words are the same lexemes the BM25 index uses.
-    """
-    positions: dict[str, list[int]] = {}
-    for i, token in enumerate(tokens, start=1):
-        if not token or len(token.encode("utf-8")) > _MAX_LEXEME_BYTES:
-            continue
-        positions.setdefault(token, []).append(min(i, _MAX_POSITION))
-    return " ".join(f"{_quote(t)}:{','.join(map(str, p[:256]))}" for t, p in positions.items())
-
-
-def tsquery_literal(tokens: Sequence[str]) -> str:
-    """An OR of the query's lexemes (a question's words are alternatives, not all required)."""
-    seen = dict.fromkeys(t for t in tokens if t and len(t.encode("utf-8")) <= _MAX_LEXEME_BYTES)
-    return " | ".join(_quote(t) for t in seen)
-
-
-def _quote(lexeme: str) -> str:
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def idf_coverage(terms: Sequence[str], df: Mapping[str, int], n: int, held: Sequence[set[str]]) -> float:
@@ -127,7 +104,7 @@ class _MeetingBM25:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class PgSearch:
+class PgSearch(PgSearchAcross):
     """Indexes segments into `segment_search` and answers hybrid searches from it.
 
     Args:
@@ -296,7 +273,7 @@ class PgSearch:
         counts = conn.execute(
             "SELECT count(*), " + ", ".join(["count(*) FILTER (WHERE fts @@ CAST(%s AS tsquery))"] * len(distinct))
             + " FROM segment_search WHERE tenant = %s AND meeting_id = %s",
-            [*(_quote(t) for t in distinct), tenant, meeting_id],
+            [*(quote_lexeme(t) for t in distinct), tenant, meeting_id],
         ).fetchone()
         df = dict(zip(distinct, counts[1:], strict=True))
         held = [set(lexed.split(" ")) for _, _, lexed in rows[:3]]
@@ -355,40 +332,6 @@ class PgSearch:
             [vec, *scope_params, model, *params, vec, pool],
         ).fetchall()
         return [(s, d, float(c)) for s, d, c in rows]
-
-    def dense_across(self, tenant: str, query_vector: np.ndarray, *, model: str, k: int = 10,
-                     method: DenseRanking | None = None,
-                     meeting_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """The `k` nearest segments of every meeting of the tenant (or of `meeting_ids`): (segment id, cosine)."""
-        where, params = ("", []) if meeting_ids is None else (" AND meeting_id = ANY(%s)", [list(meeting_ids)])
-        with self.session(tenant) as conn:
-            rows = self._dense_rows(conn, tenant, None, model, query_vector, k, where, params, method)
-        return [(sid, cos) for sid, _doc, cos in rows]
-
-    def keyword_across(self, tenant: str, query: str, *, k: int = 50,
-                       meeting_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """The `k` segments of the tenant's meetings (or `meeting_ids`) whose lexemes best match the query's,
-        by `ts_rank` over the GIN index: candidates across meetings, whose own ranking is done by the caller."""
-        q = tsquery_literal(self.tokenizer.tokens(query))
-        if not q:
-            return []
-        where, params = ("", []) if meeting_ids is None else (" AND meeting_id = ANY(%s)", [list(meeting_ids)])
-        with self.session(tenant) as conn:
-            rows = conn.execute(
-                "SELECT segment_id, ts_rank(fts, q, 1) AS r FROM segment_search, CAST(%s AS tsquery) q "
-                f"WHERE tenant = %s AND fts @@ q AND live {where} ORDER BY r DESC, segment_id LIMIT %s",
-                [q, tenant, *params, k]).fetchall()
-        return [(sid, float(r)) for sid, r in rows]
-
-    def lagging(self, tenant: str, meeting_ids: Sequence[str] | None = None) -> list[str]:
-        """The tenant's meetings whose log holds rows their search rows do not yet (`catch_up` adds them)."""
-        where, params = ("", []) if meeting_ids is None else (" AND h.meeting_id = ANY(%s)", [list(meeting_ids)])
-        with self.session(tenant) as conn:
-            rows = conn.execute(
-                "SELECT h.meeting_id FROM meeting_heads h WHERE h.tenant = %s" + where + " AND h.head_pos > "
-                "coalesce((SELECT max(doc) FROM segment_search s WHERE s.tenant = h.tenant "
-                "AND s.meeting_id = h.meeting_id), -1) ORDER BY h.meeting_id", [tenant, *params]).fetchall()
-        return [m for (m,) in rows]
 
     def _models(self, conn: psycopg.Connection, tenant: str, meeting_id: str) -> list[str]:
         rows = conn.execute(

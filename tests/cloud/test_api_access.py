@@ -134,11 +134,11 @@ def test_a_silent_meeting_closes_by_itself(make_api: Any) -> None:
     busy = {"device_id": "g1", "segments": [{"seq": 5, "start": 9.0, "end": 10.0, "text": "still talking"}]}
     api.client.post("/v1/meetings/busy/segments", json=busy, headers=h)
     now[0] += 20
-    assert api.service.close_silent() == [("acme", "quiet")]
+    assert api.service.reaper.close_silent() == [("acme", "quiet")]
     quiet = api.client.get("/v1/meetings/quiet", headers=h).json()
     assert quiet["closed"] is True and quiet["closure"]["reason"] == "silence"
     assert api.client.get("/v1/meetings/busy", headers=h).json()["closed"] is False
-    assert api.service.close_silent() == []
+    assert api.service.reaper.close_silent() == []
 
 
 def test_openapi_documents_every_endpoint_and_its_errors(api: Api) -> None:

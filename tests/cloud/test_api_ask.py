@@ -48,7 +48,7 @@ def test_http_answers_are_the_cli_answers(loaded: tuple[Api, dict[str, str]], tm
     api, headers = loaded
     device_id, segments = sample_device_and_segments
     # Overview answers read the digest the background summarizer stored: let it finish first.
-    assert api.service.indexer.wait_idle(60) and api.service.summaries.wait_idle(60)
+    assert api.service.scheduler.indexer.wait_idle(60) and api.service.scheduler.summaries.wait_idle(60)
     with TranscriptLog(tmp_path / "cli.db") as log:
         log.append(MEETING, device_id, segments)
         search = TranscriptSearch(log, embedder)

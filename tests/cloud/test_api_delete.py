@@ -167,7 +167,7 @@ def test_a_language_models_cached_context_and_sessions_go_too(make_api: Any) -> 
         headers = api.headers(api.token("acme"))
         _post(api, headers, "hw", HW)
         assert api.client.post("/v1/meetings/hw/close", headers=headers).status_code == 200
-        assert api.service.summaries.wait_idle(60)
+        assert api.service.scheduler.summaries.wait_idle(60)
         r = api.client.post("/v1/meetings/hw/ask", headers=headers,
                             json={"question": "what about the casing?", "session_id": "s1"})
         assert r.status_code == 200, r.text

@@ -26,8 +26,8 @@ def _post(api: Api, headers: dict[str, str], device_id: str, segments: list[Segm
 
 
 def _settle(api: Api) -> None:
-    assert api.service.indexer.wait_idle(60)
-    assert api.service.summaries.wait_idle(60)
+    assert api.service.scheduler.indexer.wait_idle(60)
+    assert api.service.scheduler.summaries.wait_idle(60)
 
 
 @pytest.fixture

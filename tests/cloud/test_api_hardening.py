@@ -27,7 +27,7 @@ def test_an_empty_batch_makes_no_meeting_and_the_reaper_has_nothing_to_close(mak
     assert api.client.get("/v1/meetings", headers=h).json() == []
     with caplog.at_level(logging.WARNING, logger="meetmem.cloud.service"):
         for _ in range(3):
-            assert api.service.close_silent(now=api.service.clock() + 3600) == []
+            assert api.service.reaper.close_silent(now=api.service.clock() + 3600) == []
     assert not caplog.records
 
 
@@ -35,13 +35,13 @@ def test_the_reaper_logs_once_what_it_cannot_close(make_api: Any, caplog: pytest
     api = make_api(embedders=None, close_after_silence=60)
     # A meeting the reaper was told of but that holds nothing (as an empty batch left behind before this
     # fix): it is skipped, said once, and forgotten.
-    api.service._activity[("acme", "ghost")] = api.service.clock()
+    api.service.reaper._activity[("acme", "ghost")] = api.service.clock()
     with caplog.at_level(logging.WARNING, logger="meetmem.cloud.service"):
         for _ in range(5):
-            api.service.close_silent(now=api.service.clock() + 3600)
+            api.service.reaper.close_silent(now=api.service.clock() + 3600)
     lines = [r for r in caplog.records if "ghost" in r.getMessage()]
     assert len(lines) == 1 and lines[0].exc_info is None
-    assert ("acme", "ghost") not in api.service._activity
+    assert ("acme", "ghost") not in api.service.reaper._activity
 
 
 def test_a_method_not_allowed_names_the_allowed_ones(api: Api) -> None:

@@ -79,9 +79,9 @@ def test_acknowledged_segments_are_searchable_at_once_and_indexed_in_the_backgro
                           headers=api.headers(token)).json()
     assert hits[0]["text"] == "Priya owns the supplier contract"
     post(api, token, {"device_id": "d", "segments": [seg(3, "the launch moved to Thursday")]})
-    assert api.service.indexer.wait_idle(timeout=60)
+    assert api.service.scheduler.indexer.wait_idle(timeout=60)
     index = api.service.search.meeting_index(MEETING, tenant="acme")
-    assert len(index) == 4 and api.service.indexer.failures == 0
+    assert len(index) == 4 and api.service.scheduler.indexer.failures == 0
 
 
 def _stored(api: Api) -> int:

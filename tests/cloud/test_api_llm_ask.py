@@ -50,7 +50,7 @@ def load(api: Api, segments: list[SegmentInput]) -> dict[str, str]:
     body = {"device_id": "glasses", "segments": [{k: v for k, v in asdict(s).items() if v is not None}
                                                  for s in segments]}
     assert api.client.post(f"/v1/meetings/{MEETING}/segments", json=body, headers=headers).status_code == 200
-    assert api.service.indexer.wait_idle(60) and api.service.summaries.wait_idle(60)
+    assert api.service.scheduler.indexer.wait_idle(60) and api.service.scheduler.summaries.wait_idle(60)
     return headers
 
 

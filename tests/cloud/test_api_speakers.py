@@ -44,7 +44,7 @@ def _post(api: Api, headers: dict[str, str], lines: list[tuple[str, str]] = LINE
 def loaded(api: Api) -> tuple[Api, dict[str, str]]:
     headers = api.headers(api.token("local"))
     _post(api, headers)
-    assert api.service.indexer.wait_idle(60)
+    assert api.service.scheduler.indexer.wait_idle(60)
     return api, headers
 
 

@@ -105,7 +105,7 @@ def test_a_second_app_on_the_database_embeds_no_segment_again(
     first = make_api(embedders=EmbedderRoutes(first_model))
     headers = first.headers(first.token(TENANT))
     _ingest(first, headers, device_id, segments)
-    assert first.service.indexer.wait_idle(120)
+    assert first.service.scheduler.indexer.wait_idle(120)
     assert first.client.get("/healthz").json()["pending_vectors"] == 0
     answered = _answers(first, headers, questions)
     assert len(first_model.passages) == len(segments)  # each segment once, stored in pgvector
@@ -124,7 +124,7 @@ def test_a_second_app_on_the_database_embeds_no_segment_again(
     sqlite = make_api(database_url=None, db=tmp_path / "sqlite.db")
     sqlite_headers = sqlite.headers(sqlite.token(TENANT))
     _ingest(sqlite, sqlite_headers, device_id, segments)
-    assert sqlite.service.indexer.wait_idle(120)
+    assert sqlite.service.scheduler.indexer.wait_idle(120)
     assert _answers(sqlite, sqlite_headers, questions) == answered
 
 
@@ -151,7 +151,7 @@ def test_the_api_defers_indexing_and_the_digest_to_a_real_worker(
     url = api.settings.database_url
     headers = api.headers(api.token(TENANT))
     _ingest(api, headers, device_id, segments)
-    assert api.service.indexer.wait_idle(120)
+    assert api.service.scheduler.indexer.wait_idle(120)
     jobs = "SELECT count(*) FROM procrastinate_jobs WHERE task_name = %s AND status = %s"
     assert _count(url, jobs, (INDEX_TASK, "todo")) == 1 and _count(url, jobs, (DIGEST_TASK, "todo")) == 1
     # No worker yet: nothing embedded here, every segment waits for its vector, and is found by its words.
@@ -183,7 +183,7 @@ def test_the_api_defers_indexing_and_the_digest_to_a_real_worker(
     own = make_api(database_url=None, db=tmp_path / "sqlite.db")
     own_headers = own.headers(own.token(TENANT))
     _ingest(own, own_headers, device_id, segments)
-    assert own.service.indexer.wait_idle(120)
+    assert own.service.scheduler.indexer.wait_idle(120)
     assert _answers(own, own_headers, questions) == answered
 
 
@@ -199,8 +199,8 @@ def test_with_no_worker_the_api_embeds_after_its_fallback_delay_once(
     url = api.settings.database_url
     headers = api.headers(api.token(TENANT))
     _ingest(api, headers, device_id, segments)
-    assert api.service.indexer.wait_idle(120)
-    assert api.service.fallback.wait_idle(120) and api.service.summaries.wait_idle(120)
+    assert api.service.scheduler.indexer.wait_idle(120)
+    assert api.service.scheduler.fallback.wait_idle(120) and api.service.scheduler.summaries.wait_idle(120)
     assert api.client.get("/healthz").json()["pending_vectors"] == 0
     assert sorted(model.passages) == sorted(f"{s.speaker}: {s.text}" if s.speaker else s.text for s in segments)
     assert api.service.digester.is_current(MEETING, tenant=TENANT)
@@ -230,7 +230,7 @@ def test_search_across_meetings_on_pgvector_finds_what_sqlite_finds(
             r = api.client.post(f"/v1/meetings/part-{n}/segments", json=_body(device_id, segments[i : i + 20]),
                                 headers=headers)
             assert r.status_code == 200, r.text
-        assert api.service.indexer.wait_idle(120)
+        assert api.service.scheduler.indexer.wait_idle(120)
         found[backend] = []
         for query in queries:
             r = api.client.get("/v1/search", params={"q": query, "k": 3}, headers=headers)
@@ -248,6 +248,6 @@ def test_health_counts_the_segments_waiting_for_vectors_on_sqlite_too(
     api = make_api()
     headers = api.headers(api.token(TENANT))
     _ingest(api, headers, device_id, segments)
-    assert api.service.indexer.wait_idle(120)
+    assert api.service.scheduler.indexer.wait_idle(120)
     assert api.client.get("/healthz").json() == {"status": "ready", "detail": None, "pending_vectors": 0}
     assert make_api(embedders=None).client.get("/healthz").json()["pending_vectors"] is None  # no model: nothing waits

@@ -170,7 +170,7 @@ def test_tenants_do_not_see_each_other(pool, pg_log, pg_url: str, tmp_path) -> N
 
 
 def test_tsvector_literal_quotes_and_positions() -> None:
-    from meetmem.store.pg.search import tsquery_literal, tsvector_literal
+    from meetmem.store.pg.lexemes import tsquery_literal, tsvector_literal
 
     assert tsvector_literal(["it's", "a", "it's"]) == "'it''s':1,3 'a':2"
     assert tsvector_literal(["back\\slash"]) == "'back\\\\slash':1"
