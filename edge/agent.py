@@ -70,6 +70,11 @@ class CaptureOptions:
         language_policy: how often a detected language is detected again.
         speculate_after_ms: live input: transcribe an utterance once its closing pause has lasted this long,
             before the VAD closes it (`SPECULATE_AFTER_MS`); None: only once closed.
+        live_whole_window: live input: its finals are encoded over Whisper's whole 30 s window, not the shorter
+            audio context a file's packs use (`asr.FINAL_AUDIO_CONTEXT_S`). A live call holds one utterance,
+            and on those the 20 s context cost words: each utterance of the sample meeting and the 9 English
+            clips transcribed alone (base, beam 1), WER 0.210 / 0.116 against 0.198 / 0.113 with the whole
+            window, for 45 % less CPU (docs/BENCHMARKS.md, "Issue 19: the finals' audio context on live input").
         live_cut_after_s: live input: `VADOptions.cut_after_s`: once an utterance's speech has lasted this
             long, its next pause of `VADOptions.cut_pause_ms` (120 ms) that the speaker talks on after cuts it,
             so a long stretch is transcribed in pieces while the speaker goes on. None (the default): live
@@ -88,6 +93,7 @@ class CaptureOptions:
     language_policy: LanguageOptions = field(default_factory=LanguageOptions)
     speculate_after_ms: int | None = SPECULATE_AFTER_MS
     live_cut_after_s: float | None = None
+    live_whole_window: bool = True
 
     def vad_for(self, live: bool) -> VADOptions:
         """The segmentation for this input: live input is cut at short pauses once long when `live_cut_after_s`
@@ -199,6 +205,7 @@ class CaptureAgent:
         self._speaking: tuple[int, np.ndarray, int] | None = None
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
         self._partial_rest_until = 0.0  # monotonic time before which no partial pass starts (PARTIAL_DUTY)
+        self._live = False  # this run's input is live (or paced): `CaptureOptions.live_whole_window` applies
         self._finals_busy = False  # the finals' thread is transcribing (or about to) a final or a speculation
         self._heard_more = threading.Event()  # the reader's word to the partials' thread: new audio
         # Passes alongside the finals: the partials' recogniser runs two calls at once; off after the step down.
@@ -233,6 +240,7 @@ class CaptureAgent:
         if self.on_audio is not None:
             heard = _tee(heard, base, self.on_audio)
         if live or anchor is not None:
+            self._live = True
             self._run_live(heard, vad, base, source)
             status.audio_time = offset + (skip + vad.samples_seen) / SAMPLE_RATE
             self.outbox.record_progress(meeting, source, status.audio_time)
@@ -459,7 +467,8 @@ class CaptureAgent:
         audio's first turn (None: unlabelled)."""
         asked = self.languages.language_for(at, speaker)
         began = time.perf_counter()
-        pieces = self.asr.transcribe(audio, offset=offset, language=asked, glossary=self.options.glossary)
+        pieces = self.asr.transcribe(audio, offset=offset, language=asked, glossary=self.options.glossary,
+                                     whole_window=self._live and self.options.live_whole_window)
         self.status.transcribe_time += time.perf_counter() - began
         self.status.recogniser_calls += 1
         if asked is None and getattr(self.asr, "multilingual", True):  # an English-only model never detects

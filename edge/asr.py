@@ -83,7 +83,7 @@ class ASR(Protocol):
     """What the pipeline needs from a speech recogniser."""
 
     def transcribe(self, audio: np.ndarray, *, offset: float = 0.0, language: str | None = None,
-                   glossary: Sequence[str] = ()) -> list[TranscriptPiece]:
+                   glossary: Sequence[str] = (), whole_window: bool = False) -> list[TranscriptPiece]:
         """Recognise 16 kHz mono float32 audio; piece times are `offset` plus seconds into `audio`."""
         ...
 
@@ -262,13 +262,14 @@ class WhisperASR:
         return language, probability, encoded
 
     def transcribe(self, audio: np.ndarray, *, offset: float = 0.0, language: str | None = None,
-                   glossary: Sequence[str] = ()) -> list[TranscriptPiece]:
+                   glossary: Sequence[str] = (), whole_window: bool = False) -> list[TranscriptPiece]:
         """Recognise one utterance (16 kHz mono; float32 in [-1, 1) or int16).
 
         Args:
             offset: added to every piece's times (the utterance's start in the meeting).
             language: overrides `options.language` for this call; None detects it.
             glossary: names and terms to spell right (hotwords or initial prompt).
+            whole_window: encode Whisper's whole 30 s window for this call, whatever `audio_context_s` says.
 
         Returns:
             The pieces that pass the hallucination guard, in order; empty for silence and noise.
@@ -280,7 +281,8 @@ class WhisperASR:
         if not self.multilingual:
             language = "en"
         terms = ", ".join(t.strip() for t in glossary if t and t.strip()) or None
-        context = None if self.options.audio_context_s is None else round(self.options.audio_context_s * 100)
+        seconds = None if whole_window else self.options.audio_context_s
+        context = None if seconds is None else round(seconds * 100)
         with self._reuse.context(context):
             decoded, info = self._recognise(samples, language, terms)
         pieces: list[TranscriptPiece] = []

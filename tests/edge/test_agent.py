@@ -90,6 +90,38 @@ def test_live_capture_packs_a_backlog_and_keeps_what_came_before_a_failure(base_
         assert outbox.progress("m", "live:mic") >= stored[-1].end
 
 
+class _Windows:
+    """A real recogniser that notes, for each call, whether the capture asked for Whisper's whole window."""
+
+    def __init__(self, asr: Any) -> None:
+        self._asr, self.asked = asr, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._asr, name)
+
+    def transcribe(self, samples: np.ndarray, **kwargs: Any) -> Any:
+        self.asked.append(kwargs.get("whole_window", False))
+        return self._asr.transcribe(samples, **kwargs)
+
+
+def test_live_finals_are_encoded_over_the_whole_window_and_a_file_over_the_short_context(
+        base_asr: Any, four_sentences: Any, tmp_path: Path) -> None:
+    """A live call holds one utterance, which the short audio context files use costs words, so live input
+    keeps Whisper's whole window (`CaptureOptions.live_whole_window`); a file's calls use the short one."""
+    half = int(16000 * 0.5)
+    chunks = [four_sentences.samples[i:i + half] for i in range(0, len(four_sentences.samples), half)]
+    runs = [(False, True, False), (True, True, True), (True, False, False)]  # live, option, whole window asked
+    for n, (live, option, whole) in enumerate(runs):
+        asr = _Windows(base_asr)
+        with Outbox(tmp_path / f"{n}.db") as outbox:
+            agent = CaptureAgent(asr, outbox, CaptureOptions(meeting_id="m", language="en", pack_seconds=0,
+                                                             live_whole_window=option))
+            agent.run(iter(chunks), source="live:mic" if live else "file:x", live=live)
+            stored = outbox.pending(100)
+        assert asr.asked and set(asr.asked) == {whole}, (live, option, asr.asked)
+        assert len(stored) == len(SENTENCES) and "casing" in stored[2].text.lower(), [s.text for s in stored]
+
+
 def test_live_partial_captions_come_while_speaking_and_are_never_stored(tiny_asr: Any,
                                                                        make_speech: Callable[..., Any],
                                                                        tmp_path: Path) -> None:
