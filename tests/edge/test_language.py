@@ -123,11 +123,19 @@ def test_a_mandarin_speaker_between_english_ones_is_decoded_in_mandarin(
             return outbox.pending(100), status
 
     stored, status = capture(per_speaker=True)
-    assert [s.speaker for s in stored] == ["S1", "S2", "S1"], [(s.speaker, s.text) for s in stored]
-    assert [s.lang for s in stored] == ["en", "zh", "en"], [(s.lang, s.text) for s in stored]
-    assert status.language_detections == 2 and status.recogniser_calls == 2
-    assert "alumin" in stored[0].text.lower() and "supplier" in stored[2].text.lower()
-    assert sum(ch in stored[1].text for ch in "工厂第一批货下个月") >= 4, stored[1].text  # Mandarin, in characters
+    # The turn cutter may cut the Mandarin turn at its comma's pause (both halves then get S2): compare turns.
+    turns: list[tuple[str, str, set[str]]] = []  # speaker, text, languages
+    for segment in stored:
+        if turns and turns[-1][0] == segment.speaker:
+            turns[-1] = (segment.speaker, turns[-1][1] + segment.text, turns[-1][2] | {segment.lang})
+        else:
+            turns.append((segment.speaker, segment.text, {segment.lang}))
+    assert [(t[0], t[2]) for t in turns] == [("S1", {"en"}), ("S2", {"zh"}), ("S1", {"en"})], \
+        [(s.speaker, s.lang, s.text) for s in stored]
+    assert status.language_detections == 2, status  # once per speaker
+    assert status.recogniser_calls == 2, status  # the English turns share one call, the Mandarin one its own
+    assert "alumin" in turns[0][1].lower() and "supplier" in turns[2][1].lower()
+    assert sum(ch in turns[1][1] for ch in "工厂第一批货下个月") >= 4, turns[1][1]  # Mandarin, in characters
     before, status = capture(per_speaker=False)
     assert status.language_detections == 1 and status.recogniser_calls == 1  # one pack, one detection
     assert [s.lang for s in before] == ["en"] * len(before)  # the Mandarin turn stored as English
