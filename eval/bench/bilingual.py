@@ -201,7 +201,7 @@ def bilingual_part(note: Callable[[str], None], *, model: str = "base", threads:
                    folder: Path | None = None) -> dict[str, Any]:
     """The bilingual meeting through the edge: the language once a minute against per speaker turn (same
     model, same process), and without a speaker model; figures per configuration."""
-    from meetmem.edge import speakers
+    from meetmem.edge import speakers, voice_encoder
     from meetmem.edge.asr import ASROptions, WhisperASR
 
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-bilingual-") as tmp:
@@ -209,7 +209,7 @@ def bilingual_part(note: Callable[[str], None], *, model: str = "base", threads:
         note("bilingual: rendering the meeting (espeak-ng, pypinyin) ...")
         meeting = render(work)
         asr = WhisperASR(ASROptions(model=model, cpu_threads=threads))
-        encoder = speakers.VoiceEncoder()
+        encoder = voice_encoder.VoiceEncoder()
 
         def tracker() -> Any:
             return speakers.SpeakerTracker(encoder)

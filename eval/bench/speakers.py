@@ -1,7 +1,7 @@
 """`meetmem bench speakers`: how well the edge tells speakers apart, and what it costs.
 
 The edge's own path, minus the recogniser (which does not change a label): the meeting's audio through the
-edge's VAD (`edge.vad.segment`), each utterance embedded by `edge.speakers.VoiceEncoder` and labelled by
+edge's VAD (`edge.vad.segment`), each utterance embedded by `edge.voice_encoder.VoiceEncoder` and labelled by
 `SpeakerTracker` (online, in order, labels never changed). The system's turns are the VAD's utterances with
 their labels; they are scored against reference turns with `eval/harness/der.py` (collar 0.25 s).
 
@@ -569,7 +569,7 @@ def _worker(wav: str) -> dict[str, Any]:
     utterances = segment(samples)
     before = _rss_mb()
     started = time.process_time()
-    from meetmem.edge.speakers import VoiceEncoder
+    from meetmem.edge.voice_encoder import VoiceEncoder
 
     encoder = VoiceEncoder()
     load_cpu = time.process_time() - started
@@ -679,7 +679,7 @@ def cutting_report(args: argparse.Namespace, encoder: Any, groups: dict[str, lis
 # -- the command ------------------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace, ctx: Any = None) -> int:
-    from meetmem.edge.speakers import VoiceEncoder
+    from meetmem.edge.voice_encoder import VoiceEncoder
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -708,7 +708,7 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
         best = min(thresholds, key=lambda t: (sweep[t]["der_pooled"], -sweep[t]["speaker_count_accuracy"]))
         say(f"threshold {best} is best on the generated meetings")
         report: dict[str, Any] = {
-            "encoder": "resemblyzer 0.1.4 GE2E weights, numpy (edge/speakers.py)",
+            "encoder": "resemblyzer 0.1.4 GE2E weights, numpy (edge/voice_encoder.py)",
             "collar_s": 0.25,
             "threshold_sweep_generated": {str(t): s for t, s in sweep.items()},
             "threshold": best,

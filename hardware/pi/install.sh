@@ -172,7 +172,7 @@ install_meetmem() {
     # Wheels only (hardware/check_wheels.py proves they exist for aarch64): a missing one fails here instead
     # of compiling for an hour. A local SOURCE (a checkout) is still built: the option binds index packages.
     run "$VENV/bin/python" -m pip install --upgrade --only-binary=:all: "$requirement" sounddevice
-    # The speaker labels' voice encoder: only its weights file is read (edge/speakers.py), so the package's own
+    # The speaker labels' voice encoder: only its weights file is read (edge/voice_encoder.py), so the package's own
     # dependencies (torch, librosa) are never installed.
     run "$VENV/bin/python" -m pip install --no-deps --only-binary=:all: "resemblyzer==0.1.4"
     run "$VENV/bin/python" -c 'import importlib.util, sys; sys.exit("torch is installed: the edge must not pull it in" if importlib.util.find_spec("torch") else 0)'

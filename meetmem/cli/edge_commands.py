@@ -286,15 +286,15 @@ def _partials(args: argparse.Namespace, asr: Any, glossary: tuple[str, ...], clo
 
 def _speaker_tracker(args: argparse.Namespace, *, quiet: bool) -> Any:
     """The voice labeller `--speakers` asks for (None: every segment gets `--speaker`)."""
-    from meetmem.edge import speakers
+    from meetmem.edge import speakers, voice_encoder
     from meetmem.edge.errors import EdgeError
 
     mode = "off" if args.speaker else args.speakers
     if mode == "off":
         return None
     try:
-        encoder = speakers.VoiceEncoder()
-    except speakers.SpeakerModelMissing as exc:
+        encoder = voice_encoder.VoiceEncoder()
+    except voice_encoder.SpeakerModelMissing as exc:
         if mode == "on":
             raise EdgeError(str(exc)) from exc
         if not quiet:
@@ -320,7 +320,7 @@ def _speaker_tracker(args: argparse.Namespace, *, quiet: bool) -> Any:
 
 def cmd_edge_enroll(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Record (or read) the wearer's voice and store its embedding where `edge run` finds it."""
-    from meetmem.edge import audio, speakers
+    from meetmem.edge import audio, speakers, voice_encoder
     from meetmem.edge.errors import EdgeError
 
     if args.audio == "mic":
@@ -352,8 +352,8 @@ def cmd_edge_enroll(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise EdgeError(f"only {seconds:.1f} s of speech heard in {source}; enrolling needs at least "
                        f"{args.min_seconds:g} s: speak (or give a recording) for longer")
     try:
-        encoder = speakers.VoiceEncoder()
-    except speakers.SpeakerModelMissing as exc:
+        encoder = voice_encoder.VoiceEncoder()
+    except voice_encoder.SpeakerModelMissing as exc:
         raise EdgeError(str(exc)) from exc
     embedding = encoder.embed(speech)
     path = Path(args.out) if args.out else speakers.default_enrollment_path()

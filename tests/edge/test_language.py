@@ -105,7 +105,7 @@ def test_a_mandarin_speaker_between_english_ones_is_decoded_in_mandarin(
     """One English voice, a Mandarin voice, the English voice again, 1.2 s apart: one pack of a file. Once a
     minute, the first detection (English) decodes the Mandarin turn too; per speaker, the English speaker's two
     turns share one call and the Mandarin speaker's turn is heard alone, each detected once."""
-    from meetmem.edge import speakers
+    from meetmem.edge import speakers, voice_encoder
     from meetmem.edge.agent import CaptureAgent, CaptureOptions
     from meetmem.edge.outbox import Outbox
     from meetmem.eval.bench.bilingual import pinyin
@@ -113,7 +113,7 @@ def test_a_mandarin_speaker_between_english_ones_is_decoded_in_mandarin(
     mandarin = make_speech(pinyin(MANDARIN), voice="cmn-latn-pinyin+f2", speed=130)
     talk = join_speech([make_speech(ENGLISH, voice="en-us+m7"), mandarin, make_speech(ENGLISH_AGAIN, voice="en-us+m7")],
                        gap=1.2, name="bilingual")
-    encoder = speakers.VoiceEncoder()
+    encoder = voice_encoder.VoiceEncoder()
 
     def capture(per_speaker: bool) -> tuple[list[Any], Any]:
         options = CaptureOptions(meeting_id="m", language_policy=LanguageOptions(per_speaker=per_speaker))

@@ -15,6 +15,7 @@ from meetmem.edge import speakers
 from meetmem.edge.agent import CaptureAgent, CaptureOptions
 from meetmem.edge.outbox import Outbox
 from meetmem.edge.vad import segment
+from meetmem.edge.voice_encoder import VoiceEncoder, raised_level
 
 pytestmark = pytest.mark.model
 
@@ -26,8 +27,8 @@ GAP = 0.3  # under the VAD's closing pause: one utterance
 
 
 @pytest.fixture(scope="module")
-def encoder() -> speakers.VoiceEncoder:
-    return speakers.VoiceEncoder()
+def encoder() -> VoiceEncoder:
+    return VoiceEncoder()
 
 
 def _utterance(conversation: Any) -> Any:
@@ -36,7 +37,7 @@ def _utterance(conversation: Any) -> Any:
     return found[0]
 
 
-def _known(encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any], *voices: str) -> speakers.SpeakerTracker:
+def _known(encoder: VoiceEncoder, make_speech: Callable[..., Any], *voices: str) -> speakers.SpeakerTracker:
     """A tracker that has heard each voice once before (a meeting under way), as S1, S2, ..."""
     tracker = speakers.SpeakerTracker(encoder, OPTIONS)
     for voice in voices:
@@ -44,7 +45,7 @@ def _known(encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any], *voi
     return tracker
 
 
-def test_a_change_inside_an_utterance_is_cut_in_the_pause(encoder: speakers.VoiceEncoder,
+def test_a_change_inside_an_utterance_is_cut_in_the_pause(encoder: VoiceEncoder,
                                                            make_speech: Callable[..., Any],
                                                            join_speech: Callable[..., Any]) -> None:
     talk = join_speech([make_speech(FIRST, voice="en-us"), make_speech(SECOND, voice="en+f2")], gap=GAP,
@@ -63,7 +64,7 @@ def test_a_change_inside_an_utterance_is_cut_in_the_pause(encoder: speakers.Voic
     assert len(speakers.speaker_turns(encoder, utterance.audio[:3 * 16000], 0.99)) == 1
 
 
-def test_one_voice_stays_one_turn(encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any],
+def test_one_voice_stays_one_turn(encoder: VoiceEncoder, make_speech: Callable[..., Any],
                                   join_speech: Callable[..., Any]) -> None:
     talk = join_speech([make_speech(FIRST, voice="en-us"), make_speech(SECOND, voice="en-us")], gap=GAP,
                        name="one_voice")
@@ -78,7 +79,7 @@ LONG = ("So the plan is simple, we ship the pilot in March, we review the number
         "battery holds, we order the second batch.")
 
 
-def test_three_voices_in_one_utterance_are_cut_twice(encoder: speakers.VoiceEncoder,
+def test_three_voices_in_one_utterance_are_cut_twice(encoder: VoiceEncoder,
                                                      make_speech: Callable[..., Any],
                                                      join_speech: Callable[..., Any]) -> None:
     talk = join_speech([make_speech(FIRST, voice="en-us"), make_speech(SECOND, voice="en+f2"),
@@ -97,18 +98,18 @@ def test_three_voices_in_one_utterance_are_cut_twice(encoder: speakers.VoiceEnco
     assert len(speakers.speaker_turns(encoder, utterance.audio, 0.8, max_turns=2)) == 2
 
 
-def test_one_speakers_long_sentence_with_pauses_is_not_cut(encoder: speakers.VoiceEncoder,
+def test_one_speakers_long_sentence_with_pauses_is_not_cut(encoder: VoiceEncoder,
                                                            make_speech: Callable[..., Any],
                                                            join_speech: Callable[..., Any]) -> None:
     for voice in ("en-us", "en+f2"):
         utterance = _utterance(join_speech([make_speech(LONG, voice=voice)], name=f"long_{voice}"))
-        assert len(speakers.pauses(speakers.raised_level(utterance.audio))) >= 4  # places it could be cut
+        assert len(speakers.pauses(raised_level(utterance.audio))) >= 4  # places it could be cut
         assert len(speakers.speaker_turns(encoder, utterance.audio, speakers.CHANGE_THRESHOLD)) == 1
         for tracker in (speakers.SpeakerTracker(encoder, OPTIONS), _known(encoder, make_speech, voice, "en+f4")):
             assert [(t.start, t.end) for t in tracker.turns(utterance.audio)] == [(0, len(utterance.audio))]
 
 
-def test_pieces_embedded_in_one_batch_match_one_at_a_time(encoder: speakers.VoiceEncoder,
+def test_pieces_embedded_in_one_batch_match_one_at_a_time(encoder: VoiceEncoder,
                                                          make_speech: Callable[..., Any]) -> None:
     first = make_speech(FIRST, voice="en-us").samples.astype(np.float32) / 32768.0
     second = make_speech(SECOND, voice="en+f2").samples.astype(np.float32) / 32768.0
@@ -122,7 +123,7 @@ def test_pieces_embedded_in_one_batch_match_one_at_a_time(encoder: speakers.Voic
 
 
 def test_the_agent_stores_two_segments_with_their_own_labels_and_words(
-        tiny_asr: Any, encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any],
+        tiny_asr: Any, encoder: VoiceEncoder, make_speech: Callable[..., Any],
         join_speech: Callable[..., Any], tmp_path: Path) -> None:
     # Both speak once (apart), then answer each other with 0.3 s between them: one utterance for the VAD.
     first = join_speech([make_speech(FIRST, voice="en-us"), make_speech(SECOND, voice="en+f2")], gap=1.2,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from meetmem.edge import audio, speakers
+from meetmem.edge import audio, speakers, voice_encoder
 from meetmem.edge.agent import CaptureAgent, CaptureOptions
 from meetmem.edge.outbox import Outbox
 
@@ -27,17 +27,17 @@ OPTIONS = speakers.SpeakerOptions(threshold=0.88, wearer_threshold=0.88)
 
 
 @pytest.fixture(scope="module")
-def encoder() -> speakers.VoiceEncoder:
-    return speakers.VoiceEncoder()
+def encoder() -> voice_encoder.VoiceEncoder:
+    return voice_encoder.VoiceEncoder()
 
 
 def _float(clip: Any) -> np.ndarray:
     return clip.samples.astype(np.float32) / 32768.0
 
 
-def test_numpy_encoder_matches_torch(encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any]) -> None:
+def test_numpy_encoder_matches_torch(encoder: voice_encoder.VoiceEncoder, make_speech: Callable[..., Any]) -> None:
     torch = pytest.importorskip("torch")
-    state = torch.load(speakers.weights_path(), map_location="cpu", weights_only=False)["model_state"]
+    state = torch.load(voice_encoder.weights_path(), map_location="cpu", weights_only=False)["model_state"]
     lstm = torch.nn.LSTM(40, 256, 3, batch_first=True)
     lstm.load_state_dict({k[5:]: v for k, v in state.items() if k.startswith("lstm.")})
     linear = torch.nn.Linear(256, 256)
@@ -51,7 +51,7 @@ def test_numpy_encoder_matches_torch(encoder: speakers.VoiceEncoder, make_speech
 
 
 def test_mel_filters_are_slaney_triangles() -> None:
-    filters = speakers.mel_filterbank()
+    filters = voice_encoder.mel_filterbank()
     assert filters.shape == (40, 201)
     assert (filters >= 0).all() and (filters.sum(axis=1) > 0).all()
     # Slaney area normalisation: each triangle's peak is 2 / its width in Hz (the first: 0 to ~ 2 * 52 Hz).
@@ -63,15 +63,15 @@ def test_a_file_that_is_not_a_checkpoint_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "x.pt"
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(Exception, match="."):
-        speakers.load_legacy_checkpoint(bad)
+        voice_encoder.load_legacy_checkpoint(bad)
     import pickle
 
     bad.write_bytes(pickle.dumps(12345))
     with pytest.raises(ValueError, match="not a legacy PyTorch checkpoint"):
-        speakers.load_legacy_checkpoint(bad)
+        voice_encoder.load_legacy_checkpoint(bad)
 
 
-def test_voices_keep_their_labels_through_a_meeting(encoder: speakers.VoiceEncoder,
+def test_voices_keep_their_labels_through_a_meeting(encoder: voice_encoder.VoiceEncoder,
                                                      make_speech: Callable[..., Any]) -> None:
     tracker = speakers.SpeakerTracker(encoder, OPTIONS)
     turns = [(voice, line) for line in LINES for voice in VOICES]
@@ -84,7 +84,7 @@ def test_voices_keep_their_labels_through_a_meeting(encoder: speakers.VoiceEncod
     assert tracker.utterances == len(turns) and tracker.embed_time > 0
 
 
-def test_the_enrolled_wearer_is_told_apart(encoder: speakers.VoiceEncoder, make_speech: Callable[..., Any],
+def test_the_enrolled_wearer_is_told_apart(encoder: voice_encoder.VoiceEncoder, make_speech: Callable[..., Any],
                                            join_speech: Callable[..., Any], blocked_cli: list[str],
                                            tmp_path: Path) -> None:
     import subprocess
@@ -119,7 +119,7 @@ def test_enrolling_too_little_speech_or_a_broken_file_says_what_to_do(make_speec
         speakers.load_enrollment(broken)
 
 
-def test_the_agent_labels_each_segment_by_its_voice(tiny_asr: Any, encoder: speakers.VoiceEncoder,
+def test_the_agent_labels_each_segment_by_its_voice(tiny_asr: Any, encoder: voice_encoder.VoiceEncoder,
                                                      make_speech: Callable[..., Any], join_speech: Callable[..., Any],
                                                      tmp_path: Path) -> None:
     voices = ("en-us", "en+f2", "en-us", "en+f2")

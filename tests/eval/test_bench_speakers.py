@@ -60,7 +60,7 @@ def test_candidate_turns_stand_only_where_the_labels_differ() -> None:
 def test_one_generated_meeting_end_to_end(tmp_path: Path) -> None:
     if not (shutil.which("espeak-ng") and shutil.which("sox")):
         pytest.skip("needs espeak-ng and sox")
-    from meetmem.edge.speakers import VoiceEncoder
+    from meetmem.edge.voice_encoder import VoiceEncoder
 
     meeting = bench.generated_meetings(1, 19, tmp_path)[0]  # 2 speakers, 18 turns
     assert meeting.name.endswith("2spk") and len(meeting.reference) == 18
