@@ -67,7 +67,7 @@ class Meeting:
 
 @dataclass(frozen=True)
 class Cutting:
-    """How utterances are cut where the voice changes inside them (`edge.speakers.speaker_turns`)."""
+    """How utterances are cut where the voice changes inside them (`edge.speaker_turns.speaker_turns`)."""
 
     change: float
     short: float | None
@@ -80,8 +80,8 @@ class Cutting:
 
 
 def edge_cutting(change: float | None = None, short: float | None = -1.0) -> Cutting:
-    """The edge's cutting today (`edge.speakers` defaults), a threshold changed where given."""
-    from meetmem.edge import speakers as sp
+    """The edge's cutting today (`edge.speaker_turns` defaults), a threshold changed where given."""
+    from meetmem.edge import speaker_turns as sp
 
     return Cutting(sp.CHANGE_THRESHOLD if change is None else change,
                    sp.SHORT_CHANGE_THRESHOLD if short == -1.0 else short, sp.MAX_TURNS, sp.CHANGE_CANDIDATES)
@@ -354,8 +354,8 @@ def embed_meeting(meeting: Meeting, encoder: Any, *, oracle: bool = False,
     """The edge's VAD utterances embedded; with `oracle`, the reference turns instead (what the clustering
     alone gets right, when no utterance holds two speakers); with `cutting` (or `change_threshold`, the
     edge's cutting at that threshold), each utterance cut where the voice changes inside it first, as the
-    edge does (`edge.speakers.speaker_turns`)."""
-    from meetmem.edge.speakers import speaker_turns
+    edge does (`edge.speaker_turns.speaker_turns`)."""
+    from meetmem.edge.speaker_turns import speaker_turns
     from meetmem.edge.vad import segment
 
     if cutting is None and change_threshold is not None:
@@ -582,7 +582,7 @@ def _worker(wav: str) -> dict[str, Any]:
         peak = max(peak, _rss_mb())
     cpu = time.process_time() - cpu
     wall = time.perf_counter() - wall
-    from meetmem.edge.speakers import speaker_turns
+    from meetmem.edge.speaker_turns import speaker_turns
 
     cut_cpu: dict[str, float] = {}
     turns: dict[str, int] = {}
@@ -625,7 +625,7 @@ def resources(wav: Path, threads: int) -> dict[str, Any]:
 
 def split_report(args: argparse.Namespace, encoder: Any, generated: list[Meeting], others: list[Meeting],
                  best: float) -> dict[str, Any]:
-    """DER with each utterance cut where the voice changes (`edge.speakers.speaker_turns`): the change
+    """DER with each utterance cut where the voice changes (`edge.speaker_turns.speaker_turns`): the change
     thresholds swept on the generated meetings, and the held-out meetings at the edge's defaults."""
     sweep: dict[str, Any] = {}
     for change in (float(t) for t in args.change_thresholds.split(",") if t.strip()):
@@ -686,7 +686,7 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
 
     thresholds = tuple(float(t) for t in args.thresholds.split(","))
     if args.change_threshold is None:
-        from meetmem.edge.speakers import CHANGE_THRESHOLD
+        from meetmem.edge.speaker_turns import CHANGE_THRESHOLD
 
         args.change_threshold = CHANGE_THRESHOLD
     encoder = VoiceEncoder()
@@ -789,7 +789,7 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                    help="the edge's default threshold, also scored on the held-out meetings (default 0.75)")
     p.add_argument("--change-threshold", type=float, default=None, metavar="COSINE",
                    help="the cosine between the two sides of a pause below which an utterance is cut into two "
-                        "speakers' turns (default: the edge's, edge.speakers.CHANGE_THRESHOLD)")
+                        "speakers' turns (default: the edge's, edge.speaker_turns.CHANGE_THRESHOLD)")
     p.add_argument("--change-thresholds", default="0.7,0.75,0.8,0.85",
                    help="change thresholds tried on the generated meetings ('' to skip the sweep)")
     p.add_argument("--rapid", type=int, default=6,

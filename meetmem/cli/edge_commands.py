@@ -20,7 +20,7 @@ from .store_commands import emit_json
 
 #: Least cosine similarity to join a known voice (edge.speakers.SpeakerOptions; tuned with `bench speakers`).
 SPEAKER_THRESHOLD = 0.75
-#: Cut an utterance where the voice changes inside it (edge.speakers.CHANGE_THRESHOLD, not imported: the
+#: Cut an utterance where the voice changes inside it (edge.speaker_turns.CHANGE_THRESHOLD, not imported: the
 #: module loads numpy's encoder code, which `--help` need not).
 CHANGE_THRESHOLD = 0.8
 EXIT_PENDING = 3  # the file is captured but the cloud has not acknowledged everything before --timeout

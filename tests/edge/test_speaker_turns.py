@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from meetmem.edge import speakers
+from meetmem.edge import speaker_turns, speakers
 from meetmem.edge.agent import CaptureAgent, CaptureOptions
 from meetmem.edge.outbox import Outbox
 from meetmem.edge.vad import segment
@@ -60,8 +60,8 @@ def test_a_change_inside_an_utterance_is_cut_in_the_pause(encoder: VoiceEncoder,
     assert turns[0].start == 0 and turns[1].end == len(utterance.audio) and turns[0].end == turns[1].start
     assert [tracker.assign(t.embedding, 3.0) for t in turns] == ["S1", "S2"]
     # Never cut: no threshold, or too little audio for 1.6 s of speech on either side.
-    assert len(speakers.speaker_turns(encoder, utterance.audio, None)) == 1
-    assert len(speakers.speaker_turns(encoder, utterance.audio[:3 * 16000], 0.99)) == 1
+    assert len(speaker_turns.speaker_turns(encoder, utterance.audio, None)) == 1
+    assert len(speaker_turns.speaker_turns(encoder, utterance.audio[:3 * 16000], 0.99)) == 1
 
 
 def test_one_voice_stays_one_turn(encoder: VoiceEncoder, make_speech: Callable[..., Any],
@@ -95,7 +95,7 @@ def test_three_voices_in_one_utterance_are_cut_twice(encoder: VoiceEncoder,
     assert [t.start for t in turns[1:]] == [t.end for t in turns[:-1]] and turns[-1].end == len(utterance.audio)
     assert [tracker.assign(t.embedding, 3.0) for t in turns] == ["S1", "S2", "S3"]
     # The single cut of before: at most two turns.
-    assert len(speakers.speaker_turns(encoder, utterance.audio, 0.8, max_turns=2)) == 2
+    assert len(speaker_turns.speaker_turns(encoder, utterance.audio, 0.8, max_turns=2)) == 2
 
 
 def test_one_speakers_long_sentence_with_pauses_is_not_cut(encoder: VoiceEncoder,
@@ -103,8 +103,8 @@ def test_one_speakers_long_sentence_with_pauses_is_not_cut(encoder: VoiceEncoder
                                                            join_speech: Callable[..., Any]) -> None:
     for voice in ("en-us", "en+f2"):
         utterance = _utterance(join_speech([make_speech(LONG, voice=voice)], name=f"long_{voice}"))
-        assert len(speakers.pauses(raised_level(utterance.audio))) >= 4  # places it could be cut
-        assert len(speakers.speaker_turns(encoder, utterance.audio, speakers.CHANGE_THRESHOLD)) == 1
+        assert len(speaker_turns.pauses(raised_level(utterance.audio))) >= 4  # places it could be cut
+        assert len(speaker_turns.speaker_turns(encoder, utterance.audio, speaker_turns.CHANGE_THRESHOLD)) == 1
         for tracker in (speakers.SpeakerTracker(encoder, OPTIONS), _known(encoder, make_speech, voice, "en+f4")):
             assert [(t.start, t.end) for t in tracker.turns(utterance.audio)] == [(0, len(utterance.audio))]
 
@@ -156,4 +156,5 @@ def test_the_agent_stores_two_segments_with_their_own_labels_and_words(
 def test_edge_run_cuts_at_the_encoder_modules_default() -> None:
     from meetmem.cli import edge_commands
 
-    assert edge_commands.CHANGE_THRESHOLD == speakers.CHANGE_THRESHOLD == speakers.SpeakerOptions().change_threshold
+    assert edge_commands.CHANGE_THRESHOLD == speaker_turns.CHANGE_THRESHOLD
+    assert speakers.SpeakerOptions().change_threshold == speaker_turns.CHANGE_THRESHOLD

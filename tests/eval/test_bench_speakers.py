@@ -39,7 +39,7 @@ def test_labels_and_scores_from_embeddings() -> None:
 
 
 def test_candidate_turns_stand_only_where_the_labels_differ() -> None:
-    from meetmem.edge.speakers import SpeakerTurn
+    from meetmem.edge.speaker_turns import SpeakerTurn
 
     eye = np.eye(256, dtype=np.float32)
     a, b, a2 = eye[0], eye[1], (eye[0] + 0.05 * eye[2]) / np.linalg.norm(eye[0] + 0.05 * eye[2])
@@ -119,7 +119,8 @@ def test_real_speech_is_cut_into_short_and_long_pieces() -> None:
 
 
 def test_a_turn_too_short_to_start_a_voice_is_joined_to_the_voice_it_would_get() -> None:
-    from meetmem.edge.speakers import SpeakerOptions, SpeakerTracker, SpeakerTurn
+    from meetmem.edge.speaker_turns import SpeakerTurn
+    from meetmem.edge.speakers import SpeakerOptions, SpeakerTracker
 
     eye = np.eye(256, dtype=np.float32)
     a, b = eye[0], eye[1]
