@@ -505,26 +505,14 @@ class CaptureAgent:
     def _recognise_run(self, run: list[Utterance], flushed: list[Utterance],
                        offset: float) -> list[tuple[Utterance, list[TranscriptPiece] | None]]:
         """The utterances of `run` (in time order, not always adjacent in `flushed`) with their pieces, in one
-        packed call; None: recognised alone when stored (one utterance, or turns Whisper ran together across a
-        voice change or across another language's turn between them)."""
+        packed call; None: recognised alone when stored (one utterance, or turns Whisper ran together where a
+        segment may not span: `packing.transcribe_packed`)."""
         if len(run) == 1:
             return [(run[0], None)]
         speaker = self._turn_speaker(run[0])
-        groups, merged = transcribe_packed(run, lambda audio, at: self._recognise(audio, offset + at, 0.0, speaker))
+        found, merged = transcribe_packed(run, lambda audio, at: self._recognise(audio, offset + at, 0.0, speaker),
+                                          turns=flushed if self.turns is not None else None)
         self.status.merged += merged
-        found: list[tuple[Utterance, list[TranscriptPiece] | None]] = []
-        for group, pieces in groups:
-            turns = self.turns.across_voice_change(group, run) if self.turns is not None else None
-            if turns is None and len(run) < len(flushed):
-                mine = {id(u) for u in run}
-                inside = [u for u in flushed
-                          if group.start_sample <= u.start_sample and u.end_sample <= group.end_sample]
-                if any(id(u) not in mine for u in inside):  # joined across a turn of another language
-                    turns = [u for u in inside if id(u) in mine]
-            if turns:  # each is recognised alone instead
-                found.extend((turn, None) for turn in turns)
-                continue
-            found.append((group, pieces))
         return found
 
     def _store(self, utterance: Utterance, offset: float, source: str,

@@ -4,13 +4,14 @@ Whisper encodes a whole 30 s window whatever it holds, so one short utterance pe
 more than a window of several. A file read as fast as it decodes, and a live backlog, are therefore packed:
 the utterances back to back with `PACK_GAP` of silence between them. Each recognised piece goes to the
 utterance it overlaps most; utterances a piece straddles (Whisper ran two together across the pause) are
-stored as one.
+stored as one, unless that one would span a place between speaker turns a segment must not
+(`spans_a_turn_boundary`): then each is recognised alone.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -38,20 +39,43 @@ def packed_seconds(utterances: list[Utterance]) -> float:
     return sum(u.duration + PACK_GAP for u in utterances)
 
 
+def spans_a_turn_boundary(members: Sequence[Utterance], turns: Sequence[Utterance]) -> bool:
+    """Whether utterances Whisper ran together in one call span a place between speaker turns, so they may
+    not be stored as one segment (its words and label would mix two turns'): two of them touch (the turn
+    cutter cut them apart where the voice changed, or the VAD at its length limit: one speaker's utterances
+    otherwise have a pause between them), or a turn of the flush outside this call lies between them (another
+    language's turn, recognised in a call of its own).
+
+    Args:
+        members: consecutive utterances of one call, in order.
+        turns: all the speaker turns of the flush the call was taken from, in order (its own among them).
+    """
+    if any(a.end_sample == b.start_sample for a, b in zip(members, members[1:], strict=False)):
+        return True
+    mine = {id(u) for u in members}
+    start, end = members[0].start_sample, members[-1].end_sample
+    return any(id(u) not in mine and start <= u.start_sample and u.end_sample <= end for u in turns)
+
+
 def transcribe_packed(utterances: list[Utterance], recognise: Callable[[np.ndarray, float], list[TranscriptPiece]],
-                      ) -> tuple[list[tuple[Utterance, list[TranscriptPiece]]], int]:
+                      *, turns: Sequence[Utterance] | None = None,
+                      ) -> tuple[list[tuple[Utterance, list[TranscriptPiece] | None]], int]:
     """One Whisper call for several utterances; each recognised piece goes to the utterance it overlaps.
 
     Args:
         utterances: in order, none overlapping.
         recognise: the recogniser call, given the packed audio and the meeting time of its first sample
             (the language policy's clock); piece times are the packed audio's.
+        turns: with speaker labels, every speaker turn of the flush `utterances` were taken from (they may be
+            some of them, not always adjacent: one call per language); None: no speaker turns, any utterances
+            Whisper ran together are stored as one.
 
     Returns:
-        The groups to store (an utterance, or utterances a piece straddles joined from the first one's start
-        to the last one's end: transcribing them again alone would cost a whole Whisper window each, and no
-        utterance's words end up with another's times), each with its pieces; and how many utterances were
-        joined to the one before.
+        The groups to store, in order, each with its pieces: an utterance, or utterances a piece straddles
+        joined from the first one's start to the last one's end (transcribing them again alone would cost a
+        whole Whisper window each, and no utterance's words end up with another's times). Where such a join
+        would span a place between `turns` (`spans_a_turn_boundary`), each of its utterances instead, with
+        None for pieces: to be recognised alone. And how many utterances Whisper ran into the one before.
     """
     gap = np.zeros(int(PACK_GAP * SAMPLE_RATE), dtype=np.float32)
     parts: list[np.ndarray] = []
@@ -89,8 +113,15 @@ def transcribe_packed(utterances: list[Utterance], recognise: Callable[[np.ndarr
     if merged:
         log.debug("%d of %d packed utterances ran together; stored with the one before", merged, len(spans))
     # Piece times stay the packed call's: a segment's times are its utterances' (the VAD's, sample-exact).
-    return [(members[0] if len(members) == 1 else joined_utterance(members), sorted(bucket, key=lambda p: p.start))
-            for members, bucket in groups], merged
+    found: list[tuple[Utterance, list[TranscriptPiece] | None]] = []
+    for members, bucket in groups:
+        if len(members) == 1:
+            found.append((members[0], sorted(bucket, key=lambda p: p.start)))
+        elif turns is not None and spans_a_turn_boundary(members, turns):
+            found.extend((member, None) for member in members)
+        else:
+            found.append((joined_utterance(members), sorted(bucket, key=lambda p: p.start)))
+    return found, merged
 
 
 def joined_utterance(utterances: list[Utterance]) -> Utterance:

@@ -41,15 +41,6 @@ class TurnCutter:
         """The label this flush gave an utterance's turn, left in place for `label` (None: not one of them)."""
         return self._labels.get((utterance.start_sample, utterance.end_sample))
 
-    @staticmethod
-    def across_voice_change(group: Utterance, utterances: list[Utterance]) -> list[Utterance] | None:
-        """The utterances a packed group holds when two of them are turns of one cut (one ends where the next
-        starts: the VAD's own utterances always have a pause between them), else None."""
-        members = [u for u in utterances if group.start_sample <= u.start_sample and u.end_sample <= group.end_sample]
-        if any(a.end_sample == b.start_sample for a, b in zip(members, members[1:], strict=False)):
-            return members
-        return None
-
     def _turns(self, utterance: Utterance) -> list[Utterance]:
         if utterance.audio.size == 0:
             return [utterance]
