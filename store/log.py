@@ -27,6 +27,7 @@ from .dump import MeetingDumps
 from .errors import ImmutableLog, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
 from .interchange import check_id, check_segment_input
 from .meeting_meta import MeetingMeta, meta_from_row, write_meta
+from .readers import ReaderPool
 from .receipts import Receipt, ReceiptKey
 from .records import (
     DEFAULT_TENANT,
@@ -45,9 +46,6 @@ from .tombstones import Tombstone, check_tombstone, sign_tombstone
 from .verify import check_chain
 
 log = logging.getLogger(__name__)
-
-#: Reader connections kept open between reads (more readers at once open one each and close it after).
-READER_POOL_SIZE = 8
 
 
 def _now() -> str:
@@ -81,13 +79,7 @@ class TranscriptLog(MeetingDumps, RetentionSettings):
         self._conn = conn
         self.db = sqlite_utils.Database(conn)
         self._write_lock = threading.RLock()
-        # Readers on other threads borrow a connection of their own: on the writer's connection they would
-        # see a batch that is still inside its transaction (and might yet be rolled back). The pool is bounded
-        # and a connection goes back to it after each read, so a server's changing worker threads never pile
-        # up open files (a connection per thread leaked 128 handles in 800 requests).
-        self._idle_readers: list[sqlite3.Connection] = []
-        self._readers_lock = threading.Lock()
-        self._closed = False
+        self._readers = ReaderPool(self.path)  # reads on other threads than the writer's (store/readers.py)
         self._writer_thread: int | None = None
         try:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -129,23 +121,8 @@ class TranscriptLog(MeetingDumps, RetentionSettings):
         if self._writer_thread == threading.get_ident():
             yield self._conn
             return
-        with self._readers_lock:
-            conn = self._idle_readers.pop() if self._idle_readers else None
-        if conn is None:
-            try:
-                conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
-                conn.execute("PRAGMA query_only=ON")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
-        try:
+        with self._readers.connection() as conn:
             yield conn
-        finally:
-            with self._readers_lock:
-                keep = not self._closed and len(self._idle_readers) < READER_POOL_SIZE
-                if keep:
-                    self._idle_readers.append(conn)
-            if not keep:
-                conn.close()
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run a read-only query on a reader connection (committed data only)."""
@@ -156,11 +133,7 @@ class TranscriptLog(MeetingDumps, RetentionSettings):
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
 
     def close(self) -> None:
-        with self._readers_lock:
-            self._closed = True
-            readers, self._idle_readers = self._idle_readers, []
-        for conn in readers:
-            conn.close()
+        self._readers.close()
         self._conn.close()
 
     def __enter__(self) -> TranscriptLog:

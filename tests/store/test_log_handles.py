@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from meetmem.store.log import READER_POOL_SIZE, TranscriptLog
+from meetmem.store.log import TranscriptLog
+from meetmem.store.readers import READER_POOL_SIZE
 
 
 def open_handles(db: Path) -> int:
