@@ -18,8 +18,8 @@ Dense ranking (`PgSearchOptions.dense`): `exact` (every vector of the meeting co
 backend's flat index does) or `hnsw` (pgvector's HNSW index with iterative scans, for the default model).
 Both fuse exactly as `TranscriptSearch` does (store/index/fusion.py), so the two backends rank alike.
 
-The queries across all of a tenant's meetings are store/pg/search_across.py; the tsvector and tsquery forms
-of the lexemes, store/pg/lexemes.py.
+Writing the rows (lexemes and vectors) is store/pg/search_rows.py; the queries across all of a tenant's
+meetings, store/pg/search_across.py; the tsvector and tsquery forms of the lexemes, store/pg/lexemes.py.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ import numpy as np
 from ..index.bm25 import BM25Index
 from ..index.errors import SearchError
 from ..index.fusion import adaptive_weights, coverage, fuse, with_neighbours
-from ..index.search import EmbedderRoutes, SearchFilters, SearchOptions, embedded_text, vector_key
+from ..index.search import EmbedderRoutes, SearchFilters, SearchOptions, vector_key
 from ..index.tokenize import MeetingTokenizer
-from ..records import Segment
-from .lexemes import quote_lexeme, tsquery_literal, tsvector_literal
+from .lexemes import quote_lexeme, tsquery_literal
 from .search_across import PgSearchAcross
+from .search_rows import PgSearchRows
 
 if TYPE_CHECKING:
     import psycopg
@@ -104,8 +104,8 @@ class _MeetingBM25:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class PgSearch(PgSearchAcross):
-    """Indexes segments into `segment_search` and answers hybrid searches from it.
+class PgSearch(PgSearchRows, PgSearchAcross):
+    """Indexes segments into `segment_search` (`PgSearchRows`) and answers hybrid searches from it.
 
     Args:
         pool: a `psycopg_pool.ConnectionPool` on the database (pgvector's types registered: `connect_pool`).
@@ -133,97 +133,12 @@ class PgSearch(PgSearchAcross):
             conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant,))
             yield conn
 
-    # -- writing the derived rows -----------------------------------------------------------------------
-    def index_segments(self, segments: Sequence[Segment]) -> int:
-        """Add the lexical rows of stored segments (idempotent: a row already there is kept); a correction
-        marks the row it supersedes as no longer live. Returns the rows added."""
-        if not segments:
-            return 0
-        rows = []
-        for seg in segments:
-            tokens = self.tokenizer.tokens(seg.text)
-            rows.append((seg.segment_id, seg.tenant, seg.meeting_id, seg.chain_pos, seg.start, seg.end,
-                         seg.speaker, " ".join(tokens), tsvector_literal(tokens)))
-        added = 0
-        for tenant in sorted({seg.tenant for seg in segments}):
-            mine = [row for row in rows if row[1] == tenant]
-            superseded = [s.supersedes for s in segments if s.supersedes and s.tenant == tenant]
-            with self.session(tenant) as conn:
-                cur = conn.cursor()
-                # Only for segments still in the log: a meeting deleted while it was being indexed leaves no rows.
-                cur.executemany(
-                    "INSERT INTO segment_search (segment_id, tenant, meeting_id, doc, start_s, end_s, speaker, "
-                    "lexed, fts) SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector "
-                    "WHERE EXISTS (SELECT 1 FROM segments WHERE segment_id = %s) "
-                    "ON CONFLICT (segment_id) DO NOTHING", [(*row, row[0]) for row in mine])
-                added += max(cur.rowcount, 0)  # psycopg sums executemany's rows
-                if superseded:
-                    cur.execute("UPDATE segment_search SET live = false WHERE segment_id = ANY(%s)", (superseded,))
-        return added
-
-    def catch_up(self, tenant: str, meeting_id: str) -> int:
-        """Add the lexical rows of the meeting's segments the log gained since the last call (by chain
-        position); returns how many. Cheap: a search calls it first, so an appended segment is found by its
-        words at once, with or without a worker."""
-        with self.session(tenant) as conn:
-            rows = conn.execute(
-                "SELECT segment_id, tenant, meeting_id, device_id, seq, start, \"end\", text, speaker, lang, raw_text, "
-                "confidence, supersedes, received_at, chain_pos, prev_hash, hash FROM segments "
-                "WHERE tenant = %s AND meeting_id = %s AND chain_pos > coalesce("
-                "(SELECT max(doc) FROM segment_search WHERE tenant = %s AND meeting_id = %s), -1) ORDER BY chain_pos",
-                (tenant, meeting_id, tenant, meeting_id),
-            ).fetchall()
-        return self.index_segments([Segment(*row) for row in rows]) if rows else 0
-
-    def embed_pending(self, tenant: str, meeting_id: str, *, batch: int = 256) -> int:
-        """Embed the meeting's rows that have no vector yet (each by its language's model); returns how many.
-
-        Each batch is one transaction, so a worker killed midway leaves whole batches done and the rest
-        still pending: running it again finishes the job, never embeds a row twice.
-        """
-        if self.routes is None:
-            return 0
-        done = 0
-        while True:
-            with self.session(tenant) as conn:
-                rows = conn.execute(
-                    "SELECT s.segment_id, s.speaker, g.text, g.lang FROM segment_search s "
-                    "JOIN segments g USING (segment_id) WHERE s.tenant = %s AND s.meeting_id = %s "
-                    "AND s.embedding IS NULL ORDER BY s.doc LIMIT %s",
-                    (tenant, meeting_id, batch),
-                ).fetchall()
-            if not rows:
-                return done
-            done += self.store_vectors(rows, tenant=tenant)
-
-    def store_vectors(self, rows: Sequence[tuple[str, str | None, str, str | None]], *, tenant: str) -> int:
-        """Embed `(segment_id, speaker, text, lang)` rows of a tenant and store their vectors in one transaction."""
-        if self.routes is None or not rows:
-            return 0
-        speaker_form = self.options.fusion.embed_speaker
-        groups: dict[str, list[tuple[str, str | None, str, str | None]]] = {}
-        for row in rows:
-            groups.setdefault(self.routes.for_segment(row[2], row[3]).name, []).append(row)
-        models = self.routes.by_name()
-        updates = []
-        for name, members in groups.items():
-            texts = [embedded_text(_stub(sp, text), speaker=speaker_form) for _, sp, text, _ in members]
-            vectors = np.asarray(models[name].encode(texts), dtype=np.float32)
-            key = vector_key(name, speaker=speaker_form)
-            updates += [(key, v, sid) for (sid, *_), v in zip(members, vectors, strict=True)]
-        with self.session(tenant) as conn:
-            conn.cursor().executemany(
-                "UPDATE segment_search SET model = %s, embedding = %s WHERE segment_id = %s AND embedding IS NULL",
-                updates,
-            )
-        return len(updates)
-
+    # -- keyword rankings -------------------------------------------------------------------------------
     def forget(self, meeting_id: str, *, tenant: str) -> None:
         """Drop the meeting's in-process BM25 (after it was deleted)."""
         with self._lock:
             self._bm25.pop((tenant, meeting_id), None)
 
-    # -- keyword rankings -------------------------------------------------------------------------------
     def _meeting_bm25(self, conn: psycopg.Connection, tenant: str, meeting_id: str) -> _MeetingBM25:
         key = (tenant, meeting_id)
         with self._lock:
@@ -428,11 +343,6 @@ def _filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
         where += " AND lower(coalesce(speaker, '')) = lower(%s)"
         params.append(filters.speaker)
     return where, params
-
-
-def _stub(speaker: str | None, text: str) -> Segment:
-    """A segment carrying only what `embedded_text` reads."""
-    return Segment("", "", "", "", 0, 0.0, 0.0, text, speaker, None, None, None, None, "", 0, "", "")
 
 
 def connect_pool(conninfo: str, *, min_size: int = 1, max_size: int = 4, role: str | None = APP_ROLE) -> Any:
