@@ -111,22 +111,24 @@ def meeting_meta(title: Any = None, started_at: Any = None, participants: Any = 
     )
 
 
-def write_meta(conn: sqlite3.Connection, tenant: str, meeting_id: str, meta: MeetingMeta) -> None:
-    """Store the fields `meta` gives on the meeting's row (inside the caller's write transaction)."""
+def write_meta(conn: sqlite3.Connection | Any, tenant: str, meeting_id: str, meta: MeetingMeta, *,
+               mark: str = "?") -> None:
+    """Store the fields `meta` gives on the meeting's row (inside the caller's write transaction), on either
+    backend: `mark` is the driver's parameter marker (sqlite3 `?`, psycopg `%s`)."""
     sets: list[str] = []
     args: list[Any] = []
     if meta.title is not None:
-        sets.append("title = ?")
+        sets.append(f"title = {mark}")
         args.append(meta.title)
     if meta.started_at is not None:
-        sets.append("started_at = ?")
+        sets.append(f"started_at = {mark}")
         args.append(meta.started_at)
     if meta.participants is not None:
-        sets.append("participants = ?")
+        sets.append(f"participants = {mark}")
         args.append(json.dumps(list(meta.participants), ensure_ascii=False))
     if not sets:
         return
-    conn.execute(f"UPDATE meetings SET {', '.join(sets)} WHERE tenant = ? AND meeting_id = ?",
+    conn.execute(f"UPDATE meetings SET {', '.join(sets)} WHERE tenant = {mark} AND meeting_id = {mark}",
                  (*args, tenant, meeting_id))
 
 

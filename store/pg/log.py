@@ -33,7 +33,7 @@ from ..errors import (
     StoreError,
 )
 from ..interchange import check_id, check_segment_input
-from ..meeting_meta import MeetingMeta, meta_from_row
+from ..meeting_meta import MeetingMeta, meta_from_row, write_meta
 from ..receipts import Receipt, ReceiptKey
 from ..records import (
     DEFAULT_TENANT,
@@ -132,7 +132,7 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
         if not segments:
             if meta is not None and not meta.empty and self.has_meeting(meeting_id, tenant=tenant):
                 with self._session(tenant) as conn:
-                    _write_meta(conn, tenant, meeting_id, meta)
+                    write_meta(conn, tenant, meeting_id, meta, mark="%s")
             return AppendResult()
         for item in segments:
             check_segment_input(item)
@@ -146,7 +146,7 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
             with self._session(tenant) as conn:
                 result = self._append_locked(conn, tenant, meeting_id, device_id, ordered)
                 if meta is not None:
-                    _write_meta(conn, tenant, meeting_id, meta)
+                    write_meta(conn, tenant, meeting_id, meta, mark="%s")
                 return result
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
@@ -411,23 +411,3 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
         mine = [r for r in receipts if (r.tenant, r.meeting_id) == (tenant, meeting_id)]
         return check_chain(meeting_id, map(row_to_segment, rows), head=head, closed_through=int(through),
                            receipts=mine, key=key)
-
-
-def _write_meta(conn: Any, tenant: str, meeting_id: str, meta: MeetingMeta) -> None:
-    """Store the fields `meta` gives on the meeting's row (inside the caller's transaction)."""
-    import json
-
-    sets: list[str] = []
-    args: list[Any] = []
-    if meta.title is not None:
-        sets.append("title = %s")
-        args.append(meta.title)
-    if meta.started_at is not None:
-        sets.append("started_at = %s")
-        args.append(meta.started_at)
-    if meta.participants is not None:
-        sets.append("participants = %s")
-        args.append(json.dumps(list(meta.participants), ensure_ascii=False))
-    if sets:
-        conn.execute(f"UPDATE meetings SET {', '.join(sets)} WHERE tenant = %s AND meeting_id = %s",
-                     (*args, tenant, meeting_id))
