@@ -7,7 +7,7 @@ dependencies (`pip install --no-deps resemblyzer==0.1.4`) and only its weights f
 checkpoint's own serialisation (PyTorch's legacy pickle format) is parsed with the standard library and the
 network runs in numpy. tests/edge/test_voice_labels.py checks the embeddings against torch's own LSTM.
 
-The labels given to the embeddings, and where the voice changes inside an utterance, are `speakers`.
+Where the voice changes inside an utterance is `speaker_turns`; the labels given to the embeddings, `speakers`.
 """
 
 from __future__ import annotations
