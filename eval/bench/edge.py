@@ -280,34 +280,37 @@ def word_times(reference: list[dict[str, Any]]) -> list[float]:
 
 
 def partial_figures(partials: list[dict[str, Any]], reference: list[dict[str, Any]]) -> dict[str, Any]:
-    """Partial-caption latency: when a confirmed word reached the HUD callback minus when it was spoken.
+    """Partial-caption latency: when a word first reached the HUD callback minus when it was spoken.
 
     The i-th word of an utterance's caption is taken as the i-th reference word after the utterance's start
-    (`word_times`): a caption one word short or long of the reference shifts it by about one word's time."""
+    (`word_times`): a caption one word short or long of the reference shifts it by about one word's time.
+    A word counts once, when it was first shown in any caption: an utterance the VAD cut at its length limit
+    goes on in the next one, whose caption starts afresh, and the words past the cut may have been shown by
+    the caption before it. First words are each caption's first word, at that first showing."""
     import bisect
 
     times = word_times(reference)
-    first: list[float] = []
-    heard: list[float] = []
-    waited: list[float] = []
-    every: list[float] = []
+    seen: dict[int, tuple[float, float]] = {}  # reference word -> (shown at, heard until), its first showing
+    firsts: list[int] = []  # the reference word each caption starts at
     shown: dict[float, int] = {}
     for p in partials:
         before = shown.get(p["start"], 0)
         count = len(p["text"].split())
         j0 = bisect.bisect_right(times, p["start"] + 0.05)
+        if p["start"] not in shown and count > 0 and j0 < len(times):
+            firsts.append(j0)
         for i in range(before, count):
             if j0 + i < len(times):
-                every.append(p["at"] - times[j0 + i])
-                if before == 0 and i == 0:
-                    first.append(p["at"] - times[j0 + i])
-                    # Split in two: how much audio after the word the agreeing pass needed (the policy's
-                    # share, the same on any machine), and the time from that audio to the caption (the
-                    # recogniser's share: passes, and finals ahead of them, which load stretches). A paced
-                    # run's clock reads audio seconds: sample t is delivered at about t.
-                    heard.append(p["heard_until"] - times[j0 + i])
-                    waited.append(p["at"] - p["heard_until"])
+                seen.setdefault(j0 + i, (p["at"], p["heard_until"]))
         shown[p["start"]] = max(before, count)
+    every = [at - times[j] for j, (at, _) in seen.items()]
+    first = [seen[j][0] - times[j] for j in firsts]
+    # Split in two: how much audio after the word the pass that showed it needed (the policy's share, the
+    # same on any machine), and the time from that audio to the caption (the recogniser's share: passes, and
+    # finals ahead of them, which load stretches). A paced run's clock reads audio seconds: sample t is
+    # delivered at about t.
+    heard = [seen[j][1] - times[j] for j in firsts]
+    waited = [seen[j][0] - seen[j][1] for j in firsts]
     return {"first": latency(first), "every": latency(every), "first_heard_after_spoken": latency(heard),
             "first_shown_after_heard": latency(waited)}
 

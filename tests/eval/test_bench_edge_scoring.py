@@ -121,3 +121,21 @@ def test_first_partial_words_split_into_the_audio_heard_and_the_wait_for_the_pas
     assert figures["first_heard_after_spoken"]["p50_ms"] == pytest.approx(800)
     assert figures["first_shown_after_heard"]["p50_ms"] == pytest.approx(700)
     assert figures["every"]["n"] == 2
+
+
+def test_a_word_counts_when_it_was_first_shown_even_by_the_caption_before_a_cut() -> None:
+    """The VAD cut an utterance at its length limit: the caption of the piece before had shown the words past
+    the cut, so the next caption's first word counts from then, not from when the new caption shows it again;
+    and each word counts once in `every`."""
+    from meetmem.eval.bench.edge import partial_figures
+
+    reference = [{"start": 0.0, "end": 4.0, "text": "alpha beta gamma delta"}]  # done at 1, 2, 3 and 4 s
+    partials = [{"at": 3.4, "start": 0.0, "heard_until": 3.3, "text": "alpha beta gamma", "new_words": 3},
+                # cut at 2.0 s: the next piece's caption starts at "gamma", which was shown at 3.4 s
+                {"at": 4.6, "start": 2.0, "heard_until": 4.5, "text": "gamma delta", "new_words": 2}]
+    figures = partial_figures(partials, reference)
+    assert figures["first"]["n"] == 2
+    assert figures["first"]["max_ms"] == pytest.approx(2400)  # alpha: 3.4 - 1.0; gamma: 3.4 - 3.0
+    assert figures["first"]["mean_ms"] == pytest.approx(1400)
+    assert figures["every"]["n"] == 4  # delta once, at 4.6 s
+    assert figures["every"]["max_ms"] == pytest.approx(2400)
