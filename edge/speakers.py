@@ -3,7 +3,9 @@
 Each utterance is embedded by the voice encoder (`voice_encoder.VoiceEncoder`). Labels: the enrolled wearer
 is `WEARER_LABEL`; everyone else gets `S1`, `S2`, ... in order of first speech. Each utterance's embedding
 joins the nearest voice whose centroid is at least `threshold` alike (cosine), else starts a new voice; a
-label never changes once given (online clustering, no relabelling).
+label never changes once given (online clustering, no relabelling). A short turn needs less likeness to
+join (`SpeakerTracker.join_threshold`): a 1-3 s piece of a known person is often less alike to that person's
+centroid than `threshold`, and would otherwise start a voice nobody else has.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from .voice_encoder import SAMPLE_RATE, VoiceEncoder
 WEARER_LABEL = "wearer"
 #: The default `SpeakerOptions.new_voice_change`.
 NEW_VOICE_CHANGE = 0.7
+#: The defaults of `SpeakerOptions.new_voice_seconds` and `short_threshold` (tuned with `meetmem bench
+#: speakers` on the quick real conversations; the espeak-ng meetings' labels barely move).
+NEW_VOICE_SECONDS = 3.0
+SHORT_THRESHOLD = 0.55
 
 
 # -- labels ----------------------------------------------------------------------------------------------
@@ -33,6 +39,11 @@ class SpeakerOptions:
         wearer_threshold: least similarity to the enrolled wearer's voice to be labelled the wearer.
         min_seconds: an utterance shorter than this joins the nearest voice (even below the threshold) and
             never starts one or moves a centroid: too short to trust.
+        new_voice_seconds: an utterance shorter than this (and not shorter than `min_seconds`) joins the
+            nearest voice at a lower similarity than `threshold`: the least similarity falls in a straight line
+            from `threshold` at this length to `short_threshold` at `min_seconds`. Below it, it starts a voice
+            (it is that unlike everyone heard). `min_seconds` or less: one threshold for every length.
+        short_threshold: the least similarity to join at `min_seconds` (see `new_voice_seconds`).
         change_threshold: inside one utterance, the cosine between the voices before and after a pause
             below which it is cut into turns with their own labels (`speaker_turns`); None: never cut.
         short_change_threshold: the same where a side is shorter than 1.6 s (down to 0.6 s); None: no turn
@@ -46,6 +57,8 @@ class SpeakerOptions:
     threshold: float = 0.75
     wearer_threshold: float = 0.75
     min_seconds: float = 1.0
+    new_voice_seconds: float = NEW_VOICE_SECONDS
+    short_threshold: float = SHORT_THRESHOLD
     change_threshold: float | None = CHANGE_THRESHOLD
     short_change_threshold: float | None = SHORT_CHANGE_THRESHOLD
     new_voice_change: float = NEW_VOICE_CHANGE
@@ -108,9 +121,20 @@ class SpeakerTracker:
             return WEARER_LABEL
         sims = [float(embedding @ voice.centroid) for voice in self.voices]
         trusted = seconds is None or seconds >= self.options.min_seconds
-        if sims and (max(sims) >= self.options.threshold or not trusted):
+        if sims and (max(sims) >= self.join_threshold(seconds) or not trusted):
             return self.voices[int(np.argmax(sims))].label
         return None
+
+    def join_threshold(self, seconds: float | None) -> float:
+        """The least similarity to a voice's centroid for an utterance of `seconds` (None: long) to join it:
+        `threshold`, falling for an utterance shorter than `new_voice_seconds` to `short_threshold` at
+        `min_seconds`. A short piece of a known voice is less alike to it than a long one, so at `threshold`
+        alone 1-3 s turns started voices of their own."""
+        o = self.options
+        if seconds is None or seconds >= o.new_voice_seconds or o.new_voice_seconds <= o.min_seconds:
+            return o.threshold
+        short = (o.new_voice_seconds - max(seconds, o.min_seconds)) / (o.new_voice_seconds - o.min_seconds)
+        return o.threshold - max(0.0, o.threshold - o.short_threshold) * short
 
     def merge_same(self, turns: list[SpeakerTurn]) -> list[SpeakerTurn]:
         """Neighbouring turns that would get the same label joined again: a cut is kept only where the labels
@@ -146,7 +170,7 @@ class SpeakerTracker:
             sim = float(embedding @ voice.centroid)
             if sim > best_sim:
                 best, best_sim = voice, sim
-        if best is not None and (best_sim >= self.options.threshold or not trusted):
+        if best is not None and (best_sim >= self.join_threshold(seconds) or not trusted):
             if trusted:
                 best.total = best.total + embedding
                 best.count += 1

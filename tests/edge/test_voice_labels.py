@@ -84,6 +84,30 @@ def test_voices_keep_their_labels_through_a_meeting(encoder: voice_encoder.Voice
     assert tracker.utterances == len(turns) and tracker.embed_time > 0
 
 
+def test_a_short_reply_of_a_known_voice_joins_it_rather_than_starting_a_voice(
+        encoder: voice_encoder.VoiceEncoder, make_speech: Callable[..., Any]) -> None:
+    """Replies of 1.5 s ("No, not yet.") are 0.72-0.82 alike to their own voice's long sentence here, below the
+    0.88 threshold: at one threshold for every length each started a voice of its own (6 labels for 3 people).
+    A turn shorter than `new_voice_seconds` joins at less (0.64 at 1.5 s), and each joins its own voice; a long
+    sentence of a fourth voice still starts one."""
+    known = ("en-us", "en+f2", "en+Andy")
+    long_turns = [_float(make_speech(LINES[0], voice=voice)) for voice in known]
+    replies = [_float(make_speech("No, not yet.", voice=voice)) for voice in known]
+    assert all(1.0 < len(r) / 16000 < 2.0 for r in replies)
+    labels = {}
+    for rule in ({}, {"new_voice_seconds": 0.0}):  # the edge's rule, then one threshold for every length
+        tracker = speakers.SpeakerTracker(encoder, speakers.SpeakerOptions(threshold=0.88, wearer_threshold=0.88,
+                                                                           **rule))
+        assert [tracker.label(audio) for audio in long_turns] == ["S1", "S2", "S3"]
+        labels[bool(rule)] = [tracker.label(audio) for audio in replies]
+        if not rule:
+            assert tracker.label(_float(make_speech(LINES[1], voice="en+f4"))) == "S4"
+            assert tracker.join_threshold(1.5) == pytest.approx(0.88 - 0.33 * 1.5 / 2)
+            assert tracker.join_threshold(0.5) == pytest.approx(0.55) and tracker.join_threshold(3.0) == 0.88
+    assert labels[False] == ["S1", "S2", "S3"]
+    assert labels[True] == ["S4", "S5", "S6"]
+
+
 def test_the_enrolled_wearer_is_told_apart(encoder: voice_encoder.VoiceEncoder, make_speech: Callable[..., Any],
                                            join_speech: Callable[..., Any], blocked_cli: list[str],
                                            tmp_path: Path) -> None:
