@@ -387,13 +387,19 @@ def label(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None
     return _labelled(embedded, threshold, wearer)[0]
 
 
-def _labelled(embedded: Embedded, threshold: float,
-              wearer: np.ndarray | None = None) -> tuple[list[Turn], list[tuple[float, float]], list[float]]:
-    """`label`'s turns, the utterances' spans, and where an utterance was cut (seconds)."""
+#: The clustering before a short turn needed less likeness to join a voice: one threshold for every turn of
+#: 1 s or more (`edge.speakers.SpeakerOptions.new_voice_seconds` 0), scored beside the edge's rule.
+ONE_THRESHOLD_RULE: dict[str, Any] = {"new_voice_seconds": 0.0}
+
+
+def _labelled(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None,
+              rule: dict[str, Any] | None = None) -> tuple[list[Turn], list[tuple[float, float]], list[float]]:
+    """`label`'s turns, the utterances' spans, and where an utterance was cut (seconds); `rule`: other
+    `SpeakerOptions` fields than the edge's defaults."""
     from meetmem.edge.speakers import SpeakerOptions, SpeakerTracker
 
-    tracker = SpeakerTracker(encoder=None, options=SpeakerOptions(threshold=threshold, wearer_threshold=threshold),
-                             wearer=wearer)  # type: ignore[arg-type]
+    options = SpeakerOptions(threshold=threshold, wearer_threshold=threshold, **(rule or {}))
+    tracker = SpeakerTracker(encoder=None, options=options, wearer=wearer)  # type: ignore[arg-type]
     if embedded.turns is not None:
         out, spans, cuts = [], [], []
         for at, candidates in embedded.turns:
@@ -442,8 +448,9 @@ def cut_stats(reference: Sequence[Turn], spans: Sequence[tuple[float, float]], c
             "one_voice_utterances_cut": sum(any(a < c < b for c in cuts) for a, b in one_voice)}
 
 
-def score(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None) -> dict[str, Any]:
-    hypothesis, spans, cuts = _labelled(embedded, threshold, wearer)
+def score(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None,
+          rule: dict[str, Any] | None = None) -> dict[str, Any]:
+    hypothesis, spans, cuts = _labelled(embedded, threshold, wearer, rule)
     reference = embedded.meeting.reference
     result = diarization_error(reference, hypothesis)
     no_collar = diarization_error(reference, hypothesis, collar=0.0)
@@ -647,11 +654,13 @@ def cutting_report(args: argparse.Namespace, encoder: Any, groups: dict[str, lis
                    best: float) -> dict[str, Any]:
     """Before and after more than one cut per utterance: each group of meetings whole (no cut), cut once at
     most (`SINGLE_CUT`), and cut as the edge cuts now (`edge_cutting`), at the edge's default clustering
-    threshold and at the one best on the generated meetings; the short-turn threshold swept on the tuning
-    groups (generated, rapid)."""
+    threshold and at the one best on the generated meetings; the cut turns also clustered with one threshold
+    for every length (`ONE_THRESHOLD_RULE`, the edge's clustering before), at the default; the short-turn
+    threshold swept on the tuning groups (generated, rapid)."""
     after = edge_cutting()
     ways: dict[str, Cutting | None] = {"whole_utterances": None, "single_cut": SINGLE_CUT, "multi_cut": after}
     out: dict[str, Any] = {"single_cut": SINGLE_CUT.public(), "multi_cut": after.public(),
+                           "one_threshold_rule": ONE_THRESHOLD_RULE,
                            "cut_tolerance_s": CUT_TOLERANCE_S, "groups": {}}
     cpu: dict[str, float] = {}
     seconds = sum(m.seconds for ms in groups.values() for m in ms)
@@ -664,6 +673,10 @@ def cutting_report(args: argparse.Namespace, encoder: Any, groups: dict[str, lis
             rows[way] = {"at_default_threshold": _summary(at_default),
                          "at_best_threshold": _summary([score(e, best) for e in embedded]),
                          "meetings_at_default": [{k: v for k, v in r.items() if k != "mapping"} for r in at_default]}
+            if cutting is not None:  # the same turns clustered as before short turns joined more easily
+                rows[way]["one_threshold_rule_at_default"] = _summary([score(e, args.default_threshold,
+                                                                              rule=ONE_THRESHOLD_RULE)
+                                                                        for e in embedded])
         out["groups"][group] = rows
     out["embed_cpu_s_per_audio_s_in_process"] = {way: round(c / seconds, 4) for way, c in cpu.items()}
     sweep: dict[str, Any] = {}
