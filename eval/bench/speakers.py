@@ -654,7 +654,7 @@ def cutting_report(args: argparse.Namespace, encoder: Any, groups: dict[str, lis
                    best: float) -> dict[str, Any]:
     """Before and after more than one cut per utterance: each group of meetings whole (no cut), cut once at
     most (`SINGLE_CUT`), and cut as the edge cuts now (`edge_cutting`), at the edge's default clustering
-    threshold and at the one best on the generated meetings; the cut turns also clustered with one threshold
+    threshold and at the one best on the generated meetings; each way's turns also clustered with one threshold
     for every length (`ONE_THRESHOLD_RULE`, the edge's clustering before), at the default; the short-turn
     threshold swept on the tuning groups (generated, rapid)."""
     after = edge_cutting()
@@ -673,10 +673,9 @@ def cutting_report(args: argparse.Namespace, encoder: Any, groups: dict[str, lis
             rows[way] = {"at_default_threshold": _summary(at_default),
                          "at_best_threshold": _summary([score(e, best) for e in embedded]),
                          "meetings_at_default": [{k: v for k, v in r.items() if k != "mapping"} for r in at_default]}
-            if cutting is not None:  # the same turns clustered as before short turns joined more easily
-                rows[way]["one_threshold_rule_at_default"] = _summary([score(e, args.default_threshold,
-                                                                              rule=ONE_THRESHOLD_RULE)
-                                                                        for e in embedded])
+            one = [score(e, args.default_threshold, rule=ONE_THRESHOLD_RULE) for e in embedded]
+            rows[way]["one_threshold_rule_at_default"] = _summary(one)  # the clustering before, same turns
+            rows[way]["one_threshold_rule_labels"] = [r["labels"] for r in one]
         out["groups"][group] = rows
     out["embed_cpu_s_per_audio_s_in_process"] = {way: round(c / seconds, 4) for way, c in cpu.items()}
     sweep: dict[str, Any] = {}
