@@ -104,6 +104,10 @@ def test_a_short_reply_of_a_known_voice_joins_it_rather_than_starting_a_voice(
             assert tracker.label(_float(make_speech(LINES[1], voice="en+f4"))) == "S4"
             assert tracker.join_threshold(1.5) == pytest.approx(0.88 - 0.33 * 1.5 / 2)
             assert tracker.join_threshold(0.5) == pytest.approx(0.55) and tracker.join_threshold(3.0) == 0.88
+            needs = [tracker.join_threshold(seconds / 10) for seconds in range(0, 60)]
+            assert needs == sorted(needs) and max(needs) == 0.88  # never more than a long turn needs
+    low = speakers.SpeakerTracker(encoder, speakers.SpeakerOptions(threshold=0.5))
+    assert {low.join_threshold(seconds) for seconds in (0.5, 1.5, 2.5, 4.0)} == {0.5}  # below 0.55: one threshold
     assert labels[False] == ["S1", "S2", "S3"]
     assert labels[True] == ["S4", "S5", "S6"]
 
