@@ -173,9 +173,10 @@ class CaptureAgent:
         on_segment: called after each segment is stored (the uploader's `notify`).
         on_status: called with the running status after each chunk of audio.
         partials: live input only: the partial-caption policy (with its recogniser) run on the utterance in
-            progress, on a thread of its own. When its recogniser runs two calls at once
-            (`ASROptions.workers`), passes run alongside the finals; otherwise only while no final is being
-            transcribed. None: no partial captions.
+            progress, on a thread of its own. When its recogniser is a model loaded apart from the finals'
+            (tiny.en beside base), or runs two calls at once (`ASROptions.workers`), passes run alongside the
+            finals; otherwise (the finals' own model) only while no final is being transcribed. None: no
+            partial captions.
         on_partial: called with each partial caption that confirmed new words (times in meeting seconds).
         speakers: labels each segment by its voice (`speakers.SpeakerTracker`); None: every segment gets
             `options.speaker`.
@@ -208,8 +209,10 @@ class CaptureAgent:
         self._live = False  # this run's input is live (or paced): `CaptureOptions.live_whole_window` applies
         self._finals_busy = False  # the finals' thread is transcribing (or about to) a final or a speculation
         self._heard_more = threading.Event()  # the reader's word to the partials' thread: new audio
-        # Passes alongside the finals: the partials' recogniser runs two calls at once; off after the step down.
-        self._partials_alongside = partials is not None and getattr(partials.asr, "parallel_calls", 1) > 1
+        # Passes alongside the finals: the partials' recogniser is a model loaded apart from the finals' (a
+        # smaller one, on threads of its own), or runs two calls at once; off after the step down.
+        self._partials_alongside = partials is not None and (
+            getattr(partials.asr, "parallel_calls", 1) > 1 or not _shares_model(asr, partials.asr))
         # Speculative finals: the reader's current closing candidate (start, end samples), and the words of
         # the latest one transcribed.
         self._closing: tuple[int, int] | None = None
@@ -550,6 +553,13 @@ class CaptureAgent:
         if self.turns is None or utterance.audio.size == 0:
             return self.options.speaker
         return self.turns.label(utterance)
+
+
+def _shares_model(asr: ASR, other: ASR) -> bool:
+    """Whether two recognisers decode with one loaded model (so their calls take turns). A recogniser that
+    cannot tell is taken to share it."""
+    shares = getattr(asr, "shares_model", None)
+    return shares is None or other is asr or bool(shares(other))
 
 
 def _tee(chunks: Iterable[np.ndarray], start: float,
