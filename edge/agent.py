@@ -50,6 +50,10 @@ PARTIAL_QUIET_MS = 240
 #: words of every final, stay exactly what the 600 ms rule gives (no sentence split at a short breath);
 #: only the waiting overlaps. 270 ms is past the 240 ms after which no partial pass starts.
 SPECULATE_AFTER_MS = 270
+#: Live input: an utterance whose speech has lasted this long is cut at its next pause of `LIVE_CUT_PAUSE_MS`
+#: after which the speaker goes on (`CaptureOptions.live_cut_after_s`).
+LIVE_CUT_AFTER_S = 15.0
+LIVE_CUT_PAUSE_MS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +80,16 @@ class CaptureOptions:
             clips transcribed alone (base, beam 1), WER 0.210 / 0.116 against 0.198 / 0.113 with the whole
             window, for 45 % less CPU (docs/BENCHMARKS.md, "Issue 19: the finals' audio context on live input").
         live_cut_after_s: live input: `VADOptions.cut_after_s`: once an utterance's speech has lasted this
-            long, its next pause of `VADOptions.cut_pause_ms` (120 ms) that the speaker talks on after cuts it,
-            so a long stretch is transcribed in pieces while the speaker goes on. None (the default): live
-            input is segmented as a file is. Off because, measured on a loaded 2-core machine at 12 s, it did
-            not lower the finals' p95 (each cut is one more Whisper window, +11-24 % CPU) and cost a little
-            WER (live meeting 0.198 -> 0.200; 0.203-0.208 at 8 s): docs/BENCHMARKS.md, "Issue 19: finals that
-            do not queue". The latency bench runs it beside the default.
+            long, its next pause of `live_cut_pause_ms` that the speaker talks on after cuts it, there and
+            then. Without it, a stretch with no pause long enough to end it is cut only when it reaches
+            `VADOptions.max_utterance_s` (20 s), back at its latest pause: the speech before that pause was
+            done seconds earlier (up to 3.2 s on the sample meeting), and its final waited that long. At 15 s
+            and 300 ms the cuts fall where the length limit would have put them on the sample meeting and the
+            English clips, so every utterance's words are the same (each utterance alone, base: WER 0.198 /
+            0.113 either way), but each cut is made when its pause happens (docs/BENCHMARKS.md, "Issue 19:
+            live cuts on by default"). Shorter settings cut more and cost words (12 s at 120 ms: 0.200 /
+            0.116). None: live input is segmented as a file is.
+        live_cut_pause_ms: live input: `VADOptions.cut_pause_ms`, the pause that cuts past `live_cut_after_s`.
     """
 
     meeting_id: str
@@ -92,17 +100,20 @@ class CaptureOptions:
     pack_seconds: float = 24.0
     language_policy: LanguageOptions = field(default_factory=LanguageOptions)
     speculate_after_ms: int | None = SPECULATE_AFTER_MS
-    live_cut_after_s: float | None = None
+    live_cut_after_s: float | None = LIVE_CUT_AFTER_S
+    live_cut_pause_ms: int = LIVE_CUT_PAUSE_MS
     live_whole_window: bool = True
 
     def vad_for(self, live: bool) -> VADOptions:
-        """The segmentation for this input: live input is cut at short pauses once long when `live_cut_after_s`
-        is set; a file is segmented as `vad` says."""
+        """The segmentation for this input: live input is cut at pauses once long when `live_cut_after_s`
+        is set; a file is segmented as `vad` says (and so is live input whose `vad` sets a cut of its own)."""
         if not live or self.live_cut_after_s is None or self.vad.cut_after_s is not None:
             return self.vad
         cut = self.live_cut_after_s
         return dataclasses.replace(self.vad, cut_after_s=cut if cut < self.vad.max_utterance_s else
-                                   self.vad.max_utterance_s / 2)
+                                   self.vad.max_utterance_s / 2,
+                                   cut_pause_ms=min(max(self.live_cut_pause_ms, self.vad.frame_ms),
+                                                    self.vad.min_silence_ms))
 
 
 @dataclass

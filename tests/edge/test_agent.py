@@ -362,7 +362,9 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
     each cut come once, in order, as when the whole stretch is transcribed in one piece."""
     cutting = CaptureOptions(meeting_id="m", live_cut_after_s=12.0)  # live input is cut; a file never is
     assert cutting.vad_for(True).cut_after_s == 12.0 and cutting.vad_for(False).cut_after_s is None
-    assert CaptureOptions(meeting_id="m").vad_for(True).cut_after_s is None  # off by default
+    by_default = CaptureOptions(meeting_id="m").vad_for(True)
+    assert (by_default.cut_after_s, by_default.cut_pause_ms) == (15.0, 300)
+    assert CaptureOptions(meeting_id="m", live_cut_after_s=None).vad_for(True).cut_after_s is None
     parts: list[np.ndarray] = [np.zeros(8000, dtype=np.int16)]
     breaths: list[tuple[float, bool]] = []  # where each breath starts, and whether it is inside a sentence
     for sentence in LONG_TALK:
@@ -377,7 +379,9 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
     def capture(outbox_path: Path, cut: float | None) -> list[Any]:
         with Outbox(outbox_path) as outbox:
             # Unpaced and never packed: every piece is transcribed alone, as it is when the recogniser keeps up.
-            options = CaptureOptions(meeting_id="m", language="en", pack_seconds=0, live_cut_after_s=cut)
+            # Cut at the 0.22 s breaths inside sentences too (a 120 ms pause), to try the seams hardest.
+            options = CaptureOptions(meeting_id="m", language="en", pack_seconds=0, live_cut_after_s=cut,
+                                     live_cut_pause_ms=120)
             CaptureAgent(base_asr, outbox, options).run(chunks, source="live:mic", live=True)
             return outbox.pending(100)
 
