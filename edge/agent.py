@@ -50,6 +50,10 @@ PARTIAL_QUIET_MS = 240
 #: words of every final, stay exactly what the 600 ms rule gives (no sentence split at a short breath);
 #: only the waiting overlaps. 270 ms is past the 240 ms after which no partial pass starts.
 SPECULATE_AFTER_MS = 270
+#: Live input: an utterance whose speech has lasted this long is cut at its next pause of `LIVE_CUT_PAUSE_MS`
+#: after which the speaker goes on (`CaptureOptions.live_cut_after_s`).
+LIVE_CUT_AFTER_S = 15.0
+LIVE_CUT_PAUSE_MS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +80,16 @@ class CaptureOptions:
             clips transcribed alone (base, beam 1), WER 0.210 / 0.116 against 0.198 / 0.113 with the whole
             window, for 45 % less CPU (docs/BENCHMARKS.md, "Issue 19: the finals' audio context on live input").
         live_cut_after_s: live input: `VADOptions.cut_after_s`: once an utterance's speech has lasted this
-            long, its next pause of `VADOptions.cut_pause_ms` (120 ms) that the speaker talks on after cuts it,
-            so a long stretch is transcribed in pieces while the speaker goes on. None (the default): live
-            input is segmented as a file is. Off because, measured on a loaded 2-core machine at 12 s, it did
-            not lower the finals' p95 (each cut is one more Whisper window, +11-24 % CPU) and cost a little
-            WER (live meeting 0.198 -> 0.200; 0.203-0.208 at 8 s): docs/BENCHMARKS.md, "Issue 19: finals that
-            do not queue". The latency bench runs it beside the default.
+            long, its next pause of `live_cut_pause_ms` that the speaker talks on after cuts it, there and
+            then. Without it, a stretch with no pause long enough to end it is cut only when it reaches
+            `VADOptions.max_utterance_s` (20 s), back at its latest pause: the speech before that pause was
+            done seconds earlier (up to 3.2 s on the sample meeting), and its final waited that long. At 15 s
+            and 300 ms the cuts fall where the length limit would have put them on the sample meeting and the
+            English clips, so every utterance's words are the same (each utterance alone, base: WER 0.198 /
+            0.113 either way), but each cut is made when its pause happens (docs/BENCHMARKS.md, "Issue 19:
+            live cuts on by default"). Shorter settings cut more and cost words (12 s at 120 ms: 0.200 /
+            0.116). None: live input is segmented as a file is.
+        live_cut_pause_ms: live input: `VADOptions.cut_pause_ms`, the pause that cuts past `live_cut_after_s`.
     """
 
     meeting_id: str
@@ -92,17 +100,20 @@ class CaptureOptions:
     pack_seconds: float = 24.0
     language_policy: LanguageOptions = field(default_factory=LanguageOptions)
     speculate_after_ms: int | None = SPECULATE_AFTER_MS
-    live_cut_after_s: float | None = None
+    live_cut_after_s: float | None = LIVE_CUT_AFTER_S
+    live_cut_pause_ms: int = LIVE_CUT_PAUSE_MS
     live_whole_window: bool = True
 
     def vad_for(self, live: bool) -> VADOptions:
-        """The segmentation for this input: live input is cut at short pauses once long when `live_cut_after_s`
-        is set; a file is segmented as `vad` says."""
+        """The segmentation for this input: live input is cut at pauses once long when `live_cut_after_s`
+        is set; a file is segmented as `vad` says (and so is live input whose `vad` sets a cut of its own)."""
         if not live or self.live_cut_after_s is None or self.vad.cut_after_s is not None:
             return self.vad
         cut = self.live_cut_after_s
         return dataclasses.replace(self.vad, cut_after_s=cut if cut < self.vad.max_utterance_s else
-                                   self.vad.max_utterance_s / 2)
+                                   self.vad.max_utterance_s / 2,
+                                   cut_pause_ms=min(max(self.live_cut_pause_ms, self.vad.frame_ms),
+                                                    self.vad.min_silence_ms))
 
 
 @dataclass
@@ -173,9 +184,10 @@ class CaptureAgent:
         on_segment: called after each segment is stored (the uploader's `notify`).
         on_status: called with the running status after each chunk of audio.
         partials: live input only: the partial-caption policy (with its recogniser) run on the utterance in
-            progress, on a thread of its own. When its recogniser runs two calls at once
-            (`ASROptions.workers`), passes run alongside the finals; otherwise only while no final is being
-            transcribed. None: no partial captions.
+            progress, on a thread of its own. When its recogniser is a model loaded apart from the finals'
+            (tiny.en beside base), or runs two calls at once (`ASROptions.workers`), passes run alongside the
+            finals; otherwise (the finals' own model) only while no final is being transcribed. None: no
+            partial captions.
         on_partial: called with each partial caption that confirmed new words (times in meeting seconds).
         speakers: labels each segment by its voice (`speakers.SpeakerTracker`); None: every segment gets
             `options.speaker`.
@@ -208,8 +220,10 @@ class CaptureAgent:
         self._live = False  # this run's input is live (or paced): `CaptureOptions.live_whole_window` applies
         self._finals_busy = False  # the finals' thread is transcribing (or about to) a final or a speculation
         self._heard_more = threading.Event()  # the reader's word to the partials' thread: new audio
-        # Passes alongside the finals: the partials' recogniser runs two calls at once; off after the step down.
-        self._partials_alongside = partials is not None and getattr(partials.asr, "parallel_calls", 1) > 1
+        # Passes alongside the finals: the partials' recogniser is a model loaded apart from the finals' (a
+        # smaller one, on threads of its own), or runs two calls at once; off after the step down.
+        self._partials_alongside = partials is not None and (
+            getattr(partials.asr, "parallel_calls", 1) > 1 or not _shares_model(asr, partials.asr))
         # Speculative finals: the reader's current closing candidate (start, end samples), and the words of
         # the latest one transcribed.
         self._closing: tuple[int, int] | None = None
@@ -550,6 +564,13 @@ class CaptureAgent:
         if self.turns is None or utterance.audio.size == 0:
             return self.options.speaker
         return self.turns.label(utterance)
+
+
+def _shares_model(asr: ASR, other: ASR) -> bool:
+    """Whether two recognisers decode with one loaded model (so their calls take turns). A recogniser that
+    cannot tell is taken to share it."""
+    shares = getattr(asr, "shares_model", None)
+    return shares is None or other is asr or bool(shares(other))
 
 
 def _tee(chunks: Iterable[np.ndarray], start: float,

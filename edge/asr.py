@@ -223,6 +223,12 @@ class WhisperASR:
         """How many calls the loaded model runs at once (`ASROptions.workers`)."""
         return self.options.workers
 
+    def shares_model(self, other: object) -> bool:
+        """Whether `other` decodes with this very loaded model (a `with_options` copy): then one call waits for
+        the other unless the model has `workers` to spare. A model loaded apart runs its calls on threads of
+        its own."""
+        return getattr(other, "_model", None) is self._model
+
     def use_greedy(self) -> bool:
         """Decode with beam 1 from now on (a step the capture takes when it falls behind); True when the beam
         was wider."""

@@ -32,6 +32,12 @@ SAMPLE_RATE = 16000
 AUDIO_CONTEXT_S = 15.0
 
 
+def partial_model_threads(finals_threads: int) -> int:
+    """CPU threads for a partial-caption model loaded apart from the finals' (tiny.en beside base): one fewer
+    than the finals', at least one. Its passes run alongside the finals, which keep their own threads."""
+    return max(1, finals_threads - 1)
+
+
 @dataclass(frozen=True, slots=True)
 class PartialOptions:
     """When a pass runs.

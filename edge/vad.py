@@ -12,7 +12,7 @@ An utterance starts when enough of the recent frames are voiced (`onset_window_m
 `max_utterance_s` is cut (at its latest pause when there is one) so recognition latency stays bounded;
 one whose speech spans less than `min_utterance_ms` is dropped as a click or a cough.
 
-Live input may set `cut_after_s` (`CaptureOptions.live_cut_after_s`, off by default): once an utterance's
+Live input sets `cut_after_s` (`CaptureOptions.live_cut_after_s`, 15 s by default): once an utterance's
 speech has lasted that long, the first pause of at least `cut_pause_ms` after which the speaker goes on cuts
 it, in the middle of the pause, so a speaker who talks on is transcribed in pieces while still talking and
 only a short tail is left when they stop. The pieces are contiguous (the next one starts at the cut, nothing

@@ -144,8 +144,6 @@ def _speed_matrix(args: argparse.Namespace) -> list[tuple[str, int, int, str | N
 
 #: Partial captions in the latency runs: tiny.en (the smaller model) re-transcribing the utterance in progress.
 PARTIALS = {"model": "tiny.en", "cadence": 0.4}
-#: Live cuts as the latency part tries them beside the default (off): `CaptureOptions.live_cut_after_s`.
-LIVE_CUT_TRIAL_S = 12.0
 #: The pause left between reference utterances in the continuous-speech meeting.
 CONTINUOUS_GAP_S = 0.25
 
@@ -184,14 +182,14 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
                  chunks: Sequence[float] = (1.0,), embedder: str = "minilm", partials: bool = True,
                  continuous: bool = True, partial_models: Sequence[str] = ("tiny.en", "base"),
                  without_speculation: bool = True, partials_alongside: bool = False,
-                 with_live_cuts: bool = True) -> dict[str, Any]:
+                 without_live_cuts: bool = True) -> dict[str, Any]:
     """The meeting at speaking pace into a real cloud: once per chunk length (1 s is what `edge run
     --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions by tiny.en on;
     then, in 0.1 s chunks, with partials by each other model of `partial_models` (base: the finals' own
     model, no second one loaded), without partials (what they cost the finals), without partials nor
-    speculative finals (what speculation saves, in the same run), with live cuts (a long utterance
-    cut at a short pause after `LIVE_CUT_TRIAL_S` and transcribed in pieces while the speaker goes on; off by
-    default), and the continuous-speech meeting, without and with live cuts.
+    speculative finals (what speculation saves, in the same run), without live cuts (what they save: a long
+    utterance cut at its next pause after `CaptureOptions.live_cut_after_s` instead of at the VAD's length
+    limit), and the continuous-speech meeting, with and without live cuts.
 
     Partials by the finals' own model take turns with the finals (one call at a time); `partials_alongside`
     adds a column where that model is loaded with two workers sharing its weights, so passes run alongside
@@ -203,31 +201,31 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
         cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
         first = partial_models[0] if partial_models else PARTIALS["model"]
         # name, audio, reference, chunk seconds, partial model (None: off), speculative finals, workers of the
-        # finals' model (2: partials by that model run alongside the finals), live cuts
+        # finals' model (2: partials by that model run alongside the finals), live cuts (the default) or none
         runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool, int, bool]] = [
-            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True, 1, False)
+            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True, 1, True)
             for chunk in chunks]
         if partials:
-            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True, 1, False)
+            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True, 1, True)
                      for model in partial_models[1:]]
             if partials_alongside:
                 runs.append((f"chunks_{chunks[-1]:g}s_partials_base_alongside", audio, reference, chunks[-1], "base",
-                             True, 2, False))
+                             True, 2, True))
             runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True, 1,
-                         False))
-        if with_live_cuts:
-            runs.append((f"chunks_{chunks[-1]:g}s_without_partials_with_live_cuts", audio, reference, chunks[-1],
-                         None, True, 1, True))
+                         True))
+        if without_live_cuts:
+            runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_live_cuts", audio, reference, chunks[-1],
+                         None, True, 1, False))
         if without_speculation:
             runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_speculation", audio, reference, chunks[-1],
-                         None, False, 1, False))
+                         None, False, 1, True))
         if continuous:
             spliced, spliced_reference = continuous_meeting(audio, reference, Path(tmp))
             runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1],
-                         first if partials else None, True, 1, False))
-            if with_live_cuts:
-                runs.append((f"continuous_chunks_{chunks[-1]:g}s_with_live_cuts", spliced, spliced_reference,
-                             chunks[-1], first if partials else None, True, 1, True))
+                         first if partials else None, True, 1, True))
+            if without_live_cuts:
+                runs.append((f"continuous_chunks_{chunks[-1]:g}s_without_live_cuts", spliced, spliced_reference,
+                             chunks[-1], first if partials else None, True, 1, False))
         _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
         try:
             cloud.start()
@@ -240,12 +238,12 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
                     captions += " alongside the finals" if n_workers > 1 else " taking turns with the finals"
                 _note(ctx, f"latency: {name}: {path.name} at speaking pace ({span}) in {chunk:g} s chunks, base "
                            f"beam 1 on 2 threads, {captions}{'' if speculate else ', no speculative finals'}"
-                           f"{f', live cuts after {LIVE_CUT_TRIAL_S:g} s' if live_cuts else ''} "
+                           f"{'' if live_cuts else ', no live cuts'} "
                            f"(load average {os.getloadavg()[0]:.1f}) ...")
                 result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True, "workers": n_workers,
                                    "partials": {**PARTIALS, "model": partial_model} if partial_model else None,
                                    **({} if speculate else {"speculate_after_ms": None}),
-                                   **({"live_cut_after_s": LIVE_CUT_TRIAL_S} if live_cuts else {}),
+                                   **({} if live_cuts else {"live_cut_after_s": None}),
                                    "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
                                    "inputs": [{"path": str(path), "meeting": f"latency-{name}",
                                                "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
@@ -564,7 +562,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1),
                                          continuous=not args.quick,
                                          partial_models=("tiny.en",) if args.quick else ("tiny.en", "base"),
-                                         without_speculation=not args.quick, with_live_cuts=True)
+                                         without_speculation=not args.quick, without_live_cuts=True)
     if "glossary" in parts:
         # The whole meeting's glossary even for a part of it: the organiser lists it before the meeting.
         terms = meeting_glossary(load_reference(transcript, None)[0])

@@ -16,7 +16,8 @@ finals' default; None: the whole 30 s window), `pack_seconds` (None: the agent's
 `paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each {path, meeting, seconds (None: all),
 chunk_seconds}. With `"plain": true` the process runs plain
 faster-whisper instead of the edge (`plain_capture`): the library the edge wraps, as its README shows it.
-`partials` ({model, cadence}) turns partial captions on for a paced input, each one noted with its time;
+`partials` ({model, cadence, threads}) turns partial captions on for a paced input, each one noted with its
+time (threads of a partial model loaded apart: `partials.partial_model_threads` by default);
 `workers` (default 1) is how many calls the finals' model runs at once (2: partials by that same model
 run alongside the finals). `live_cut_after_s` and `speculate_after_ms` set those `CaptureOptions` (null:
 off); `vad` ({field: value}) sets `VADOptions`.
@@ -139,12 +140,13 @@ def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any
     partial_asr = None
     if job.get("partials"):
         partial_model = job["partials"].get("model") or job["model"]
-        from meetmem.edge.partials import AUDIO_CONTEXT_S
+        from meetmem.edge.partials import AUDIO_CONTEXT_S, partial_model_threads
 
         context = job["partials"].get("audio_context_s", AUDIO_CONTEXT_S)
+        threads = int(job["partials"].get("threads") or partial_model_threads(int(job.get("threads", 2))))
         partial_asr = asr.with_options(audio_context_s=context, beam_size=1) if partial_model == job["model"] else \
-            WhisperASR(ASROptions(model=partial_model, cpu_threads=int(job.get("threads", 2)), beam_size=1,
-                                  language=language, audio_context_s=context))
+            WhisperASR(ASROptions(model=partial_model, cpu_threads=threads, beam_size=1, language=language,
+                                  audio_context_s=context))
         out["rss_after_partials_load_mb"] = proc_status().get("VmRSS")
     packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
     if "speculate_after_ms" in job:  # None: finals only once the VAD closes them

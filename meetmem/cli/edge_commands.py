@@ -269,7 +269,7 @@ def _partials(args: argparse.Namespace, asr: Any, glossary: tuple[str, ...], clo
         return None, None
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.partial_sender import PartialSender
-    from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions
+    from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions, partial_model_threads
 
     model = args.partials if args.partials != "auto" else args.model
     if model == args.model:
@@ -277,7 +277,7 @@ def _partials(args: argparse.Namespace, asr: Any, glossary: tuple[str, ...], clo
     else:
         if not quiet:
             note(f"loading the Whisper {model} model for partial captions ...")
-        partial_asr = WhisperASR(ASROptions(model=model, cpu_threads=args.threads, beam_size=1,
+        partial_asr = WhisperASR(ASROptions(model=model, cpu_threads=partial_model_threads(args.threads), beam_size=1,
                                             language=asr.options.language, audio_context_s=AUDIO_CONTEXT_S))
     caption = PartialCaption(partial_asr, PartialOptions(cadence_s=args.partial_every), language=asr.options.language,
                              glossary=glossary)

@@ -218,6 +218,20 @@ def test_the_last_degradation_step_makes_partial_captions_cheaper_and_reports_it
             assert caption.asr is tiny_asr and caption.options.cadence_s == 0.4
 
 
+def test_partials_take_turns_with_the_finals_only_on_the_finals_own_model(tiny_asr: Any, tmp_path: Path) -> None:
+    """Passes by the finals' own model (one call at a time) wait for a final; passes by a model loaded apart
+    have threads of their own and run alongside."""
+    from meetmem.edge.asr import ASROptions, WhisperASR
+    from meetmem.edge.partials import PartialCaption
+
+    apart = WhisperASR(ASROptions(model="tiny.en", cpu_threads=1))
+    for n, (by, alongside) in enumerate(((apart, True), (tiny_asr.with_options(audio_context_s=15.0), False),
+                                         (tiny_asr, False))):
+        with Outbox(tmp_path / f"{n}.db") as outbox:
+            agent = CaptureAgent(tiny_asr, outbox, CaptureOptions(meeting_id="m"), partials=PartialCaption(by))
+            assert agent._partials_alongside is alongside, n
+
+
 def _live_capture(asr: Any, samples: np.ndarray, outbox_path: Path, **options: Any) -> tuple[Any, list[Any]]:
     step = 1600  # 0.1 s chunks at speaking pace, as a microphone delivers them
     chunks = [samples[i : i + step] for i in range(0, len(samples), step)]
@@ -283,12 +297,13 @@ class _Noted:
         return self._asr.transcribe(samples, **kwargs)
 
 
+@pytest.mark.parametrize("partials_by", ["the finals' model, loaded for two calls", "a model loaded apart"])
 def test_partial_passes_run_alongside_a_final_and_leave_the_finals_words_alone(make_speech: Callable[..., Any],
-                                                                              tmp_path: Path) -> None:
-    """With the model loaded for two calls at once, partial passes on the next utterance run while a final is
-    being transcribed (the final is held until one begins: with one call at a time none could), the stored
-    segments are word for word those of a capture without partials, and every caption extends the one before
-    with words two passes agreed on."""
+                                                                              tmp_path: Path, partials_by: str) -> None:
+    """With the finals' model loaded for two calls at once, or partials by a model loaded apart (tiny.en beside
+    base), partial passes on the next utterance run while a final is being transcribed (the final is held
+    until one begins: with one call at a time none could), the stored segments are word for word those of a
+    capture without partials, and every caption extends the one before with words two passes agreed on."""
     import threading
 
     from meetmem.edge.asr import ASROptions, WhisperASR
@@ -303,11 +318,15 @@ def test_partial_passes_run_alongside_a_final_and_leave_the_finals_words_alone(m
     samples = np.concatenate([silence(0.3), trimmed(make_speech("The supplier wants the final order by Friday.")),
                               silence(0.8), trimmed(make_speech("We decided to use the aluminium casing for the "
                                                                 "first batch of the prototypes.")), silence(1.0)])
-    asr = WhisperASR(ASROptions(model="tiny.en", cpu_threads=1, workers=2))
+    if partials_by == "a model loaded apart":
+        asr = WhisperASR(ASROptions(model="tiny.en", cpu_threads=1))
+        by = WhisperASR(ASROptions(model="tiny.en", cpu_threads=1, audio_context_s=AUDIO_CONTEXT_S))
+    else:
+        asr = WhisperASR(ASROptions(model="tiny.en", cpu_threads=1, workers=2))
+        by = asr.with_options(audio_context_s=AUDIO_CONTEXT_S)
     began = threading.Event()
     held = _Held(asr, began)
-    caption = PartialCaption(_Noted(asr.with_options(audio_context_s=AUDIO_CONTEXT_S), began),
-                             PartialOptions(cadence_s=0.4), language="en")
+    caption = PartialCaption(_Noted(by, began), PartialOptions(cadence_s=0.4), language="en")
     captions: list[Any] = []
     step = 1600
     chunks = [samples[i : i + step] for i in range(0, len(samples), step)]
@@ -343,7 +362,9 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
     each cut come once, in order, as when the whole stretch is transcribed in one piece."""
     cutting = CaptureOptions(meeting_id="m", live_cut_after_s=12.0)  # live input is cut; a file never is
     assert cutting.vad_for(True).cut_after_s == 12.0 and cutting.vad_for(False).cut_after_s is None
-    assert CaptureOptions(meeting_id="m").vad_for(True).cut_after_s is None  # off by default
+    by_default = CaptureOptions(meeting_id="m").vad_for(True)
+    assert (by_default.cut_after_s, by_default.cut_pause_ms) == (15.0, 300)
+    assert CaptureOptions(meeting_id="m", live_cut_after_s=None).vad_for(True).cut_after_s is None
     parts: list[np.ndarray] = [np.zeros(8000, dtype=np.int16)]
     breaths: list[tuple[float, bool]] = []  # where each breath starts, and whether it is inside a sentence
     for sentence in LONG_TALK:
@@ -358,7 +379,9 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
     def capture(outbox_path: Path, cut: float | None) -> list[Any]:
         with Outbox(outbox_path) as outbox:
             # Unpaced and never packed: every piece is transcribed alone, as it is when the recogniser keeps up.
-            options = CaptureOptions(meeting_id="m", language="en", pack_seconds=0, live_cut_after_s=cut)
+            # Cut at the 0.22 s breaths inside sentences too (a 120 ms pause), to try the seams hardest.
+            options = CaptureOptions(meeting_id="m", language="en", pack_seconds=0, live_cut_after_s=cut,
+                                     live_cut_pause_ms=120)
             CaptureAgent(base_asr, outbox, options).run(chunks, source="live:mic", live=True)
             return outbox.pending(100)
 
