@@ -14,8 +14,9 @@ one whose speech spans less than `min_utterance_ms` is dropped as a click or a c
 
 Live input sets `cut_after_s` (`CaptureOptions.live_cut_after_s`, 15 s by default): once an utterance's
 speech has lasted that long, the first pause of at least `cut_pause_ms` after which the speaker goes on cuts
-it, in the middle of the pause, so a speaker who talks on is transcribed in pieces while still talking and
-only a short tail is left when they stop. The pieces are contiguous (the next one starts at the cut, nothing
+it, where the pause would have ended it had it lasted (its hangover after the last voiced frame) or, in a
+pause too short for that, in its middle. A speaker who talks on is transcribed in pieces while still talking,
+and only a short tail is left when they stop. The pieces are contiguous (the next one starts at the cut, nothing
 falls between them), and a pause that lasts `min_silence_ms` still ends the utterance as before, with its
 hangover.
 """
@@ -48,8 +49,8 @@ class VADOptions:
         min_silence_ms: unvoiced audio that ends an utterance.
         max_utterance_s: an utterance is cut at this length (Whisper's window is 30 s).
         cut_after_s: once an utterance's speech has lasted this long, a pause of `cut_pause_ms` followed by
-            more speech cuts it (in the pause's middle); None: never (a file: packing makes long utterances
-            cheap; live input: `CaptureOptions.live_cut_after_s`).
+            more speech cuts it (at its hangover, or in a short pause's middle); None: never (a file:
+            packing makes long utterances cheap; live input: `CaptureOptions.live_cut_after_s`).
         cut_pause_ms: the pause that cuts an utterance past `cut_after_s`.
         min_utterance_ms: utterances whose voiced span is shorter are dropped.
         onset_window_ms, onset_ratio: speech starts when this share of the frames in the window is voiced.
@@ -321,9 +322,15 @@ class VADSegmenter:
         if voiced:
             if self._cut_after is not None and self._unvoiced_run >= self._cut_pause_frames and \
                     self._voiced_end - self._start >= self._cut_after:
-                # Long enough, and the speaker goes on after a short pause: cut in the pause's middle, the
-                # speech from there on is the next utterance.
-                cut = self._emit(self._voiced_end + (begin - self._voiced_end) // 2, forced=True, paused=True)
+                # Long enough, and the speaker goes on after a short pause: cut where the pause would have
+                # ended the utterance (its hangover after the last voiced frame: the very samples of the
+                # closing candidate, so a speculative final started during the pause is the cut piece's),
+                # when that leaves the next piece half the pre-roll before the speech goes on; else in the
+                # pause's middle. The speech from there on is the next utterance.
+                closing = self._voiced_end + self._hangover
+                at = closing if closing <= begin - self._padding // 2 else \
+                    self._voiced_end + (begin - self._voiced_end) // 2
+                cut = self._emit(at, forced=True, paused=True)
                 self._voiced_first, self._voiced_end, self._unvoiced_run = begin, end, 0
                 return cut
             self._voiced_end = end

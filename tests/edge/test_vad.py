@@ -247,6 +247,34 @@ def test_a_long_utterance_still_closes_at_its_pause_with_a_matching_closing_cand
     assert [u.end_sample for u in closed] == [u.end_sample for u in segment(samples)]
 
 
+def test_a_cut_at_a_long_enough_pause_is_the_closing_candidate_offered_during_it(two_sentences) -> None:
+    """Past `cut_after_s`, a pause of 0.45 s the speaker goes on after cuts the utterance exactly where the
+    candidate offered during that pause ends (its hangover), so a speculative final started then is the cut
+    piece's; the next piece still starts before the speech goes on."""
+    first, second = (two_sentences.samples[int(s * SAMPLE_RATE):int(e * SAMPLE_RATE)] for s, e in two_sentences.spans)
+    pause = np.zeros(int(0.45 * SAMPLE_RATE), dtype=np.int16)
+    quiet = np.zeros(SAMPLE_RATE, dtype=np.int16)
+    samples = np.concatenate([quiet, first, pause, second, quiet])
+    segmenter = VADSegmenter(VADOptions(cut_after_s=1.0, cut_pause_ms=300))
+    offered: set[tuple[int, int]] = set()
+    emitted: list[Utterance] = []
+    for i in range(0, len(samples), 1600):
+        emitted += segmenter.feed(samples[i:i + 1600])
+        candidate = segmenter.closing_candidate(270)
+        if candidate is not None:
+            offered.add((candidate.start_sample, candidate.end_sample))
+    emitted += segmenter.finish()
+    assert len(emitted) == 2 and emitted[1].start_sample == emitted[0].end_sample  # cut, not closed
+    assert (emitted[0].start_sample, emitted[0].end_sample) in offered
+    speech_again = len(quiet) + len(first) + len(pause)
+    assert emitted[0].end_sample <= speech_again - int(0.1 * SAMPLE_RATE)
+    # A pause too short for the hangover and half the pre-roll is still cut in its middle.
+    short = np.zeros(int(0.25 * SAMPLE_RATE), dtype=np.int16)
+    tight = np.concatenate([quiet, first, short, second, quiet])
+    cut = segment(tight, VADOptions(cut_after_s=1.0, cut_pause_ms=120))
+    assert len(cut) == 2 and np.abs(tight[cut[0].end_sample - 480:cut[0].end_sample + 480]).max() < 1000
+
+
 def test_cut_options_are_checked() -> None:
     with pytest.raises(ValueError, match="cut_after_s"):
         VADOptions(cut_after_s=25.0)
