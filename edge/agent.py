@@ -27,6 +27,7 @@ from .cleaning import FillerCleaner
 from .language import LanguageOptions, LanguagePolicy
 from .outbox import Outbox, OutboxSegment
 from .packing import pack_size, packed_seconds, transcribe_packed
+from .partial_passes import PartialPasses
 from .partials import Partial, PartialCaption
 from .speakers import SpeakerTracker
 from .turns import TurnCutter
@@ -35,14 +36,6 @@ from .vad import SAMPLE_RATE, Utterance, VADOptions, VADSegmenter
 log = logging.getLogger(__name__)
 
 _CJK = ("\u3400", "\u9fff")
-#: At most this share of the recogniser's time goes to partial captions once an utterance's first words are
-#: shown: after a pass of d seconds the next waits d * (1 / PARTIAL_DUTY - 1) seconds, so on a slow or busy
-#: board the partials thin out instead of holding back the finals behind them. Before that, the pass that
-#: may confirm the first words (two passes must agree) follows at once: one more pass per utterance at most.
-PARTIAL_DUTY = 0.5
-#: No partial pass starts once the speaker has paused this long: the utterance is likely to end within the
-#: VAD's `min_silence_ms`, its final is then due, and a pass started now would only hold it back.
-PARTIAL_QUIET_MS = 240
 #: Live input: once a pause has lasted this long, the utterance it will close is transcribed already (a
 #: speculative final), while the VAD waits out the rest of its `min_silence_ms` (600 ms) before closing it.
 #: When the pause does close it, the segment is stored the moment the VAD emits it, its words already
@@ -175,7 +168,7 @@ def join_pieces(pieces: list[TranscriptPiece]) -> str:
     return text
 
 
-class CaptureAgent:
+class CaptureAgent(PartialPasses):
     """Turns one input's audio into segments in the outbox.
 
     Args:
@@ -210,21 +203,12 @@ class CaptureAgent:
         self.on_audio = on_audio  # every block heard, with its start on the meeting's clock (the audio keeper)
         self.status = CaptureStatus()
         self.languages = LanguagePolicy(options.language, options.language_policy)
-        self.partials = partials
-        self.on_partial = on_partial
         self.speakers = speakers
         self.turns = TurnCutter(speakers) if speakers is not None else None
-        # The utterance in progress (reader thread's): its first sample, its audio, its trailing silence (ms).
-        self._speaking: tuple[int, np.ndarray, int] | None = None
         self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
-        self._partial_rest_until = 0.0  # monotonic time before which no partial pass starts (PARTIAL_DUTY)
         self._live = False  # this run's input is live (or paced): `CaptureOptions.live_whole_window` applies
         self._finals_busy = False  # the finals' thread is transcribing (or about to) a final or a speculation
-        self._heard_more = threading.Event()  # the reader's word to the partials' thread: new audio
-        # Passes alongside the finals: the partials' recogniser is a model loaded apart from the finals' (a
-        # smaller one, on threads of its own), or runs two calls at once; off after the step down.
-        self._partials_alongside = partials is not None and (
-            getattr(partials.asr, "parallel_calls", 1) > 1 or not _shares_model(asr, partials.asr))
+        self._init_partial_passes(asr, partials, on_partial)
         # Speculative finals: the reader's current closing candidate (start, end samples), and the words of
         # the latest one transcribed.
         self._closing: tuple[int, int] | None = None
@@ -375,32 +359,6 @@ class CaptureAgent:
                     self._speculate(candidate, offset)
         self._finals_busy = False
 
-    def _start_partials(self, offset: float) -> tuple[threading.Thread, threading.Event] | None:
-        """The partial captions' thread (`_partial_loop`), started; None without partial captions."""
-        if self.partials is None:
-            return None
-        stop = threading.Event()
-        thread = threading.Thread(target=self._partial_loop, args=(offset, stop), name="meetmem-partial-passes",
-                                  daemon=True)
-        thread.start()
-        return thread, stop
-
-    def _partial_loop(self, offset: float, stop: threading.Event) -> None:
-        """Partial passes as audio comes, until `stop`. A pass that raises is logged and counted; the capture
-        goes on (the final segment still comes)."""
-        while not stop.is_set():
-            self._heard_more.wait(timeout=0.1)
-            self._heard_more.clear()
-            rest = self._partial_rest_until - time.monotonic()
-            if rest > 0:
-                stop.wait(rest)
-                continue
-            try:
-                self._partial_pass(offset)
-            except Exception:
-                self.status.partial_errors += 1
-                log.warning("a partial-caption pass failed", exc_info=True)
-
     def _speculate(self, utterance: Utterance, offset: float) -> None:
         """Transcribe an utterance the VAD is about to close (`CaptureOptions.speculate_after_ms`)."""
         start = offset + utterance.start
@@ -411,36 +369,6 @@ class CaptureAgent:
     def _speculated_for(self, utterance: Utterance) -> bool:
         held = self._speculated
         return held is not None and (held[0], held[1]) == (utterance.start_sample, utterance.end_sample)
-
-    def _partial_pass(self, offset: float) -> None:
-        """One partial-caption pass on the utterance in progress, when one is due."""
-        speaking = self._speaking
-        if self.partials is None or speaking is None or speaking[0] < self._final_until:
-            return
-        if time.monotonic() < self._partial_rest_until or speaking[2] >= PARTIAL_QUIET_MS:
-            return
-        alongside = self._finals_busy
-        if alongside and not self._partials_alongside:
-            return  # one call at a time: the final first
-        start, audio, _ = speaking
-        if self.partials.language is None and self.languages.language is not None:
-            self.partials.language = self.languages.language  # the finals' detected language
-        self.partials.insert_audio_chunk(start, audio)
-        began = time.perf_counter()
-        partial = self.partials.process_iter()
-        if partial is None:
-            return
-        took = time.perf_counter() - began
-        self.status.partial_passes += 1
-        self.status.partial_passes_alongside += alongside
-        self.status.partial_time += took
-        # Until the first words are confirmed, the pass that may confirm them follows at once (on the first two
-        # passes of an utterance: a third means Whisper's guesses differ, and the rest applies again).
-        if partial.text or self.partials.utterance_passes > 2:
-            self._partial_rest_until = time.monotonic() + took * (1 / PARTIAL_DUTY - 1)
-        if partial.new_words and self.on_partial is not None:
-            self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
-                                                heard_until=round(offset + partial.heard_until, 3)))
 
     def _note_backlog(self, backlog: list[Utterance], ended: bool) -> None:
         """Record how far the recogniser is behind and take the next degradation step when it is.
@@ -565,13 +493,6 @@ class CaptureAgent:
         if self.turns is None or utterance.audio.size == 0:
             return self.options.speaker
         return self.turns.label(utterance)
-
-
-def _shares_model(asr: ASR, other: ASR) -> bool:
-    """Whether two recognisers decode with one loaded model (so their calls take turns). A recogniser that
-    cannot tell is taken to share it."""
-    shares = getattr(asr, "shares_model", None)
-    return shares is None or other is asr or bool(shares(other))
 
 
 def _tee(chunks: Iterable[np.ndarray], start: float,

@@ -156,7 +156,7 @@ def test_no_partial_pass_starts_once_the_speaker_has_paused(tiny_asr: Any, make_
                                                              tmp_path: Path) -> None:
     """A pass in the pause before the utterance ends would hold its final back: none starts after 240 ms of
     quiet; while the speaker is still talking one does."""
-    from meetmem.edge.agent import PARTIAL_QUIET_MS
+    from meetmem.edge.partial_passes import PARTIAL_QUIET_MS
     from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions
 
     speech = make_speech("The supplier wants the final order by Friday morning.")

@@ -227,20 +227,27 @@ def test_a_long_utterance_is_cut_at_a_short_pause_once_it_has_lasted_cut_after_s
     assert spans(found) == spans(pieces)
 
 
+def _with_candidates(samples: np.ndarray, options: VADOptions, chunk: int,
+                     ) -> tuple[list[Utterance], set[tuple[int, int]]]:
+    """The utterances of `samples` fed in `chunk`-sample pieces, and every closing candidate offered at 270 ms
+    of a pause on the way (start, end samples)."""
+    segmenter = VADSegmenter(options)
+    offered: set[tuple[int, int]] = set()
+    emitted: list[Utterance] = []
+    for i in range(0, len(samples), chunk):
+        emitted += segmenter.feed(samples[i:i + chunk])
+        candidate = segmenter.closing_candidate(270)
+        if candidate is not None:
+            offered.add((candidate.start_sample, candidate.end_sample))
+    return emitted + segmenter.finish(), offered
+
+
 def test_a_long_utterance_still_closes_at_its_pause_with_a_matching_closing_candidate(two_sentences) -> None:
     """Past `cut_after_s` a pause the speaker does not go on after still ends the utterance at
     `min_silence_ms` with its hangover, as the candidate offered during that pause said (a speculative
     final stays valid for the last piece of a long stretch)."""
     samples = two_sentences.samples
-    segmenter = VADSegmenter(VADOptions(cut_after_s=1.0))
-    offered: set[tuple[int, int]] = set()
-    emitted: list[Utterance] = []
-    for i in range(0, len(samples), 480):
-        emitted += segmenter.feed(samples[i:i + 480])
-        candidate = segmenter.closing_candidate(270)
-        if candidate is not None:
-            offered.add((candidate.start_sample, candidate.end_sample))
-    emitted += segmenter.finish()
+    emitted, offered = _with_candidates(samples, VADOptions(cut_after_s=1.0), 480)
     closed = [u for u, following in zip(emitted, [*emitted[1:], None], strict=True)
               if following is None or following.start_sample != u.end_sample]
     assert len(closed) == 2 and all((u.start_sample, u.end_sample) in offered for u in closed)
@@ -255,15 +262,7 @@ def test_a_cut_at_a_long_enough_pause_is_the_closing_candidate_offered_during_it
     pause = np.zeros(int(0.45 * SAMPLE_RATE), dtype=np.int16)
     quiet = np.zeros(SAMPLE_RATE, dtype=np.int16)
     samples = np.concatenate([quiet, first, pause, second, quiet])
-    segmenter = VADSegmenter(VADOptions(cut_after_s=1.0, cut_pause_ms=300))
-    offered: set[tuple[int, int]] = set()
-    emitted: list[Utterance] = []
-    for i in range(0, len(samples), 1600):
-        emitted += segmenter.feed(samples[i:i + 1600])
-        candidate = segmenter.closing_candidate(270)
-        if candidate is not None:
-            offered.add((candidate.start_sample, candidate.end_sample))
-    emitted += segmenter.finish()
+    emitted, offered = _with_candidates(samples, VADOptions(cut_after_s=1.0, cut_pause_ms=300), 1600)
     assert len(emitted) == 2 and emitted[1].start_sample == emitted[0].end_sample  # cut, not closed
     assert (emitted[0].start_sample, emitted[0].end_sample) in offered
     speech_again = len(quiet) + len(first) + len(pause)
