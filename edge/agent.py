@@ -47,6 +47,13 @@ SPECULATE_AFTER_MS = 270
 #: after which the speaker goes on (`CaptureOptions.live_cut_after_s`).
 LIVE_CUT_AFTER_S = 15.0
 LIVE_CUT_PAUSE_MS = 300
+#: Live input: once an utterance's speech has lasted this long, a pause of `LIVE_SENTENCE_PAUSE_MS` after which
+#: the speaker goes on is transcribed as a place to cut, and cut there when its words end a sentence
+#: (`CaptureOptions.live_sentence_after_s`).
+LIVE_SENTENCE_AFTER_S = 12.0
+LIVE_SENTENCE_PAUSE_MS = 120
+#: What ends a sentence in Whisper's words (a trailing "..." is speech that trails off, not an end).
+SENTENCE_ENDS = (".", "?", "!", "\u3002", "\uff1f", "\uff01")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +91,14 @@ class CaptureOptions:
             under 250 ms: clips 0.116; 12 s at 120 ms: 0.200 / 0.116), yet only they cut speech whose
             sentences follow each other within 0.25 s. None: live input is segmented as a file is.
         live_cut_pause_ms: live input: `VADOptions.cut_pause_ms`, the pause that cuts past `live_cut_after_s`.
+        live_sentence_after_s: live input: `VADOptions.sentence_after_s`: once an utterance's speech has lasted
+            this long, each pause of `live_sentence_pause_ms` that the speaker talks on after is transcribed
+            (the utterance up to it, a speculative final), and the utterance is cut there when those words
+            end a sentence (`ends_sentence`: Whisper put a full stop, question or exclamation mark there), the
+            piece stored with them. Speech whose sentences follow each other within 0.25 s has no pause long
+            enough for `live_cut_pause_ms`, and was cut only at the length limit, its finals seconds late. Where
+            Whisper heard the words go on (no end mark), the pause is not cut. None: off.
+        live_sentence_pause_ms: live input: `VADOptions.sentence_pause_ms`.
     """
 
     meeting_id: str
@@ -96,18 +111,29 @@ class CaptureOptions:
     speculate_after_ms: int | None = SPECULATE_AFTER_MS
     live_cut_after_s: float | None = LIVE_CUT_AFTER_S
     live_cut_pause_ms: int = LIVE_CUT_PAUSE_MS
+    live_sentence_after_s: float | None = LIVE_SENTENCE_AFTER_S
+    live_sentence_pause_ms: int = LIVE_SENTENCE_PAUSE_MS
     live_whole_window: bool = True
 
     def vad_for(self, live: bool) -> VADOptions:
         """The segmentation for this input: live input is cut at pauses once long when `live_cut_after_s`
         is set; a file is segmented as `vad` says (and so is live input whose `vad` sets a cut of its own)."""
-        if not live or self.live_cut_after_s is None or self.vad.cut_after_s is not None:
-            return self.vad
-        cut = self.live_cut_after_s
-        return dataclasses.replace(self.vad, cut_after_s=cut if cut < self.vad.max_utterance_s else
-                                   self.vad.max_utterance_s / 2,
-                                   cut_pause_ms=min(max(self.live_cut_pause_ms, self.vad.frame_ms),
-                                                    self.vad.min_silence_ms))
+        vad = self.vad
+        if not live:
+            return vad
+        if self.live_cut_after_s is not None and vad.cut_after_s is None:
+            vad = dataclasses.replace(vad, cut_after_s=self._below_limit(self.live_cut_after_s),
+                                      cut_pause_ms=self._pause(self.live_cut_pause_ms))
+        if self.live_sentence_after_s is not None and vad.sentence_after_s is None:
+            vad = dataclasses.replace(vad, sentence_after_s=self._below_limit(self.live_sentence_after_s),
+                                      sentence_pause_ms=self._pause(self.live_sentence_pause_ms))
+        return vad
+
+    def _below_limit(self, seconds: float) -> float:
+        return seconds if seconds < self.vad.max_utterance_s else self.vad.max_utterance_s / 2
+
+    def _pause(self, ms: int) -> int:
+        return min(max(ms, self.vad.frame_ms), self.vad.min_silence_ms)
 
 
 @dataclass
@@ -134,6 +160,7 @@ class CaptureStatus:
     speaker_turns_split: int = 0  # utterances cut in two (or more) where the voice changed inside them
     speculations: int = 0  # live: utterances transcribed before the VAD closed them (speculative finals)
     speculations_used: int = 0  # of which the VAD then closed exactly there, their words stored as decoded
+    sentence_cuts: int = 0  # live: utterances cut at a short pause where their words ended a sentence
 
     @property
     def real_time_factor(self) -> float:
@@ -153,6 +180,13 @@ def source_id(input_name: str) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return f"file:{digest.hexdigest()}"
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether Whisper's words end a sentence: a full stop, question or exclamation mark (Chinese ones too),
+    but not the "..." of speech that trails off."""
+    text = text.rstrip()
+    return text.endswith(SENTENCE_ENDS) and not text.endswith(("..", "\u2026"))
 
 
 def join_pieces(pieces: list[TranscriptPiece]) -> str:
@@ -209,10 +243,13 @@ class CaptureAgent(PartialPasses):
         self._live = False  # this run's input is live (or paced): `CaptureOptions.live_whole_window` applies
         self._finals_busy = False  # the finals' thread is transcribing (or about to) a final or a speculation
         self._init_partial_passes(asr, partials, on_partial)
-        # Speculative finals: the reader's current closing candidate (start, end samples), and the words of
-        # the latest one transcribed.
+        # Speculative finals: the reader's current closing candidate and place to cut (start, end samples),
+        # the words of those transcribed and not yet stored, and the cuts asked of the reader.
         self._closing: tuple[int, int] | None = None
-        self._speculated: tuple[int, int, list[TranscriptPiece]] | None = None
+        self._sentence: tuple[int, int] | None = None
+        self._speculated: dict[tuple[int, int], list[TranscriptPiece]] = {}
+        self._cuts: queue.SimpleQueue[Utterance] = queue.SimpleQueue()
+        self._cut_asked: Utterance | None = None  # the latest cut asked of the reader
 
     def run(self, chunks: Iterable[np.ndarray], *, source: str, live: bool = False,
             anchor: float | None = None) -> CaptureStatus:
@@ -277,7 +314,9 @@ class CaptureAgent(PartialPasses):
         `speculate_after_ms`, the utterance it will close is transcribed before the VAD closes it, and stored
         the moment it does. With partial captions on, the utterance in progress is re-transcribed on a
         thread of its own (`_partial_loop`): this thread never waits for a pass to start; with a recogniser that
-        runs one call at a time, a final can wait for the one pass in flight.
+        runs one call at a time, a final can wait for the one pass in flight. A place the VAD offers to cut a
+        long utterance (`VADSegmenter.sentence_candidate`) is transcribed the same way, and the reader cuts
+        there (`VADSegmenter.cut_at`) when this thread finds that its words end a sentence.
         """
         found: queue.Queue[Utterance | _Speculation | BaseException | None] = queue.Queue()
         status = self.status
@@ -286,8 +325,14 @@ class CaptureAgent(PartialPasses):
 
         def read() -> None:
             offered: tuple[int, int] | None = None
+            offered_cut: tuple[int, int] | None = None
             try:
                 for chunk in chunks:
+                    while not self._cuts.empty():  # before more audio, which might close the utterance
+                        piece = vad.cut_at(self._cuts.get_nowait())
+                        if piece is not None:
+                            self.status.sentence_cuts += 1
+                            found.put(piece)
                     for utterance in vad.feed(chunk):
                         found.put(utterance)
                     if self.partials is not None:
@@ -301,6 +346,11 @@ class CaptureAgent(PartialPasses):
                         if candidate is not None and self._closing != offered:
                             offered = self._closing
                             found.put(_Speculation(candidate))
+                    place = vad.sentence_candidate()
+                    self._sentence = None if place is None else (place.start_sample, place.end_sample)
+                    if place is not None and self._sentence != offered_cut:
+                        offered_cut = self._sentence
+                        found.put(_Speculation(place, cut=True))
                     status.audio_time = (start_samples + vad.samples_seen) / SAMPLE_RATE
                 for utterance in vad.finish():
                     found.put(utterance)
@@ -352,23 +402,35 @@ class CaptureAgent(PartialPasses):
             if failure is not None:
                 raise failure
             if pending is not None and not ended and found.empty():
-                candidate, pending = pending.utterance, None
-                # Still the pause that will close it (the speaker has not gone on), and not closed already.
-                if candidate.start_sample >= self._final_until and \
-                        self._closing == (candidate.start_sample, candidate.end_sample):
-                    self._speculate(candidate, offset)
+                candidate, cut, pending = pending.utterance, pending.cut, None
+                key = (candidate.start_sample, candidate.end_sample)
+                # Still the pause that will close it (the speaker has not gone on), or still a place to cut the
+                # utterance in progress, and not closed already, nor about to be cut earlier.
+                asked = self._cut_asked
+                if candidate.start_sample >= self._final_until and key == (self._sentence if cut else self._closing) \
+                        and (asked is None or candidate.start_sample != asked.start_sample):
+                    pieces = self._speculate(candidate, offset)
+                    if cut:
+                        words = join_pieces(pieces)
+                        if ends_sentence(words):
+                            self._cut_asked = candidate
+                            self._cuts.put(candidate)  # the reader cuts there, unless the VAD has moved on
+                        else:
+                            log.debug("no cut at %.2f s: the words go on (%r)", offset + candidate.end, words[-40:])
         self._finals_busy = False
 
-    def _speculate(self, utterance: Utterance, offset: float) -> None:
-        """Transcribe an utterance the VAD is about to close (`CaptureOptions.speculate_after_ms`)."""
+    def _speculate(self, utterance: Utterance, offset: float) -> list[TranscriptPiece]:
+        """Transcribe an utterance before the VAD closes or cuts it there (`CaptureOptions.speculate_after_ms`,
+        `live_sentence_after_s`); its words are kept until it is stored."""
         start = offset + utterance.start
+        log.debug("speculative final of %.2f-%.2f s", start, offset + utterance.end)
         pieces = self._recognise(utterance.audio, start, start)
-        self._speculated = (utterance.start_sample, utterance.end_sample, pieces)
+        self._speculated[(utterance.start_sample, utterance.end_sample)] = pieces
         self.status.speculations += 1
+        return pieces
 
     def _speculated_for(self, utterance: Utterance) -> bool:
-        held = self._speculated
-        return held is not None and (held[0], held[1]) == (utterance.start_sample, utterance.end_sample)
+        return (utterance.start_sample, utterance.end_sample) in self._speculated
 
     def _note_backlog(self, backlog: list[Utterance], ended: bool) -> None:
         """Record how far the recogniser is behind and take the next degradation step when it is.
@@ -461,10 +523,13 @@ class CaptureAgent(PartialPasses):
     def _store(self, utterance: Utterance, offset: float, source: str,
                pieces: list[TranscriptPiece] | None = None) -> None:
         start, end = offset + utterance.start, offset + utterance.end
-        if pieces is None and self._speculated_for(utterance):
-            assert self._speculated is not None
-            pieces, self._speculated = self._speculated[2], None
-            self.status.speculations_used += 1
+        if self._speculated:
+            held = self._speculated.pop((utterance.start_sample, utterance.end_sample), None)
+            if pieces is None and held is not None:
+                pieces = held
+                self.status.speculations_used += 1
+            # What began before this utterance ended can no longer be stored as it was speculated.
+            self._speculated = {key: words for key, words in self._speculated.items() if key[0] >= utterance.end_sample}
         if pieces is None:
             pieces = self._recognise(utterance.audio, start, start, self._turn_speaker(utterance))
         cleaned = self.cleaner.clean(join_pieces(pieces))
@@ -507,9 +572,11 @@ def _tee(chunks: Iterable[np.ndarray], start: float,
 
 @dataclass(frozen=True, slots=True)
 class _Speculation:
-    """The reader's word that an utterance is about to close (`VADSegmenter.closing_candidate`)."""
+    """The reader's word that an utterance is about to close (`VADSegmenter.closing_candidate`), or, with `cut`,
+    a place it may be cut (`VADSegmenter.sentence_candidate`)."""
 
     utterance: Utterance
+    cut: bool = False
 
 
 def _skip(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:

@@ -19,6 +19,14 @@ pause too short for that, in its middle. A speaker who talks on is transcribed i
 and only a short tail is left when they stop. The pieces are contiguous (the next one starts at the cut, nothing
 falls between them), and a pause that lasts `min_silence_ms` still ends the utterance as before, with its
 hangover.
+
+Live input also sets `sentence_after_s` (`CaptureOptions.live_sentence_after_s`): once an utterance's speech
+has lasted that long, a shorter pause of at least `sentence_pause_ms` after which the speaker goes on is
+offered as a place to cut (`sentence_candidate`: the utterance up to where the cut would fall), and the VAD
+cuts there only when asked (`cut_at`), later, while the speech after it is still the utterance in progress.
+The caller decides: the edge cuts where Whisper's words for the candidate end a sentence, so speech with no
+pause long enough to end an utterance is still transcribed sentence by sentence, and a pause in the middle of
+a sentence is left alone.
 """
 
 from __future__ import annotations
@@ -52,6 +60,9 @@ class VADOptions:
             more speech cuts it (at its hangover, or in a short pause's middle); None: never (a file:
             packing makes long utterances cheap; live input: `CaptureOptions.live_cut_after_s`).
         cut_pause_ms: the pause that cuts an utterance past `cut_after_s`.
+        sentence_after_s: once an utterance's speech has lasted this long, a pause of `sentence_pause_ms`
+            followed by more speech is offered as a place to cut (`sentence_candidate`, `cut_at`); None: never.
+        sentence_pause_ms: the pause offered past `sentence_after_s`.
         min_utterance_ms: utterances whose voiced span is shorter are dropped.
         onset_window_ms, onset_ratio: speech starts when this share of the frames in the window is voiced.
         target_rms, max_gain: what webrtcvad hears is amplified (up to `max_gain`; 1 turns it off) so the
@@ -68,6 +79,8 @@ class VADOptions:
     max_utterance_s: float = 20.0
     cut_after_s: float | None = None
     cut_pause_ms: int = 120
+    sentence_after_s: float | None = None
+    sentence_pause_ms: int = 120
     min_utterance_ms: int = 200
     onset_window_ms: int = 150
     onset_ratio: float = 0.6
@@ -87,6 +100,12 @@ class VADOptions:
             raise ValueError(f"cut_after_s must be positive and below max_utterance_s, not {self.cut_after_s}")
         if not self.frame_ms <= self.cut_pause_ms <= self.min_silence_ms:
             raise ValueError(f"cut_pause_ms must lie between frame_ms and min_silence_ms, not {self.cut_pause_ms}")
+        if self.sentence_after_s is not None and not 0 < self.sentence_after_s < self.max_utterance_s:
+            raise ValueError(f"sentence_after_s must be positive and below max_utterance_s, not "
+                             f"{self.sentence_after_s}")
+        if not self.frame_ms <= self.sentence_pause_ms <= self.min_silence_ms:
+            raise ValueError(f"sentence_pause_ms must lie between frame_ms and min_silence_ms, not "
+                             f"{self.sentence_pause_ms}")
         if not 0 < self.onset_ratio <= 1:
             raise ValueError("onset_ratio must be in (0, 1]")
         if self.max_gain < 1 or self.target_rms <= 0:
@@ -178,6 +197,9 @@ class VADSegmenter:
         self._max_samples = int(opts.max_utterance_s * SAMPLE_RATE)
         self._cut_after = None if opts.cut_after_s is None else int(opts.cut_after_s * SAMPLE_RATE)
         self._cut_pause_frames = max(1, round(opts.cut_pause_ms / opts.frame_ms))
+        self._sentence_after = None if opts.sentence_after_s is None else int(opts.sentence_after_s * SAMPLE_RATE)
+        self._sentence_pause_frames = max(1, round(opts.sentence_pause_ms / opts.frame_ms))
+        self._sentence: Utterance | None = None  # the latest place offered to cut (`sentence_candidate`)
         self._min_voiced = SAMPLE_RATE * opts.min_utterance_ms // 1000
         self._level = 0.0  # recent peak frame RMS, for the VAD's gain
         self._level_decay = 0.5 ** (opts.frame_ms / 5000.0)
@@ -243,6 +265,27 @@ class VADSegmenter:
             return None  # dropped as a click when it ends
         audio = self._slice(self._start, end)
         return Utterance(self._start, end, audio.astype(np.float32) / 32768.0, self.wall_clock_anchor, False)
+
+    def sentence_candidate(self) -> Utterance | None:
+        """The latest place offered to cut the utterance in progress (`VADOptions.sentence_after_s`): the
+        utterance from its start up to where the cut would fall, in a pause of at least `sentence_pause_ms`
+        after which the speaker went on. None when none was offered since the utterance began (or since its
+        latest cut). Pure: nothing in the segmenter changes until `cut_at` is called with it."""
+        held = self._sentence
+        if held is None or not self._in_speech or held.start_sample != self._start:
+            return None
+        return held
+
+    def cut_at(self, candidate: Utterance) -> Utterance | None:
+        """Cut the utterance in progress where `candidate` (from `sentence_candidate`) ends: returns the piece
+        before the cut, the very samples of the candidate; the speech after it goes on as the utterance in
+        progress. None when the candidate no longer belongs to the utterance in progress (it was closed or
+        cut since), and then nothing changes."""
+        if not self._in_speech or candidate.start_sample != self._start or \
+                not candidate.start_sample < candidate.end_sample <= self._classified:
+            return None
+        # The speaker went on after the candidate's pause (it is offered only then): the rest is speech.
+        return self._emit(candidate.end_sample, forced=True, paused=True)
 
     def insert_audio(self, audio: bytes | bytearray | memoryview | np.ndarray) -> None:
         """Queue more audio: 16-bit little-endian PCM bytes, or an int16 / float32 array."""
@@ -320,19 +363,20 @@ class VADSegmenter:
                 self._trim(end - self._padding - self._onset_frames * self._frame)
             return None
         if voiced:
+            speech = self._voiced_end - self._start
             if self._cut_after is not None and self._unvoiced_run >= self._cut_pause_frames and \
-                    self._voiced_end - self._start >= self._cut_after:
-                # Long enough, and the speaker goes on after a short pause: cut where the pause would have
-                # ended the utterance (its hangover after the last voiced frame: the very samples of the
-                # closing candidate, so a speculative final started during the pause is the cut piece's),
-                # when that leaves the next piece half the pre-roll before the speech goes on; else in the
-                # pause's middle. The speech from there on is the next utterance.
-                closing = self._voiced_end + self._hangover
-                at = closing if closing <= begin - self._padding // 2 else \
-                    self._voiced_end + (begin - self._voiced_end) // 2
-                cut = self._emit(at, forced=True, paused=True)
+                    speech >= self._cut_after:
+                # Long enough, and the speaker goes on after a short pause: cut there and then. The speech
+                # from there on is the next utterance.
+                cut = self._emit(self._cut_point(begin), forced=True, paused=True)
                 self._voiced_first, self._voiced_end, self._unvoiced_run = begin, end, 0
                 return cut
+            if self._sentence_after is not None and self._unvoiced_run >= self._sentence_pause_frames and \
+                    speech >= self._sentence_after:
+                # A place the caller may cut at, once it knows the words before it end a sentence.
+                at = self._cut_point(begin)
+                self._sentence = Utterance(self._start, at, self._slice(self._start, at).astype(np.float32) / 32768.0,
+                                           self.wall_clock_anchor, False)
             self._voiced_end = end
             self._unvoiced_run = 0
         else:
@@ -353,6 +397,14 @@ class VADSegmenter:
                 cut = self._pause_at
             return self._emit(cut, forced=True)
         return None
+
+    def _cut_point(self, begin: int) -> int:
+        """Where a pause that ended at sample `begin` (the speaker goes on) is cut: where the pause would have
+        ended the utterance (its hangover after the last voiced frame: the very samples of the closing
+        candidate, so a speculative final started during the pause is the cut piece's), when that leaves the
+        next piece half the pre-roll before the speech goes on; else in the pause's middle."""
+        closing = self._voiced_end + self._hangover
+        return closing if closing <= begin - self._padding // 2 else self._voiced_end + (begin - self._voiced_end) // 2
 
     def _emit(self, end: int, *, forced: bool, paused: bool = False) -> Utterance | None:
         start = self._start

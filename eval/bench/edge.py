@@ -188,8 +188,9 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
     then, in 0.1 s chunks, with partials by each other model of `partial_models` (base: the finals' own
     model, no second one loaded), without partials (what they cost the finals), without partials nor
     speculative finals (what speculation saves, in the same run), without live cuts (what they save: a long
-    utterance cut at its next pause after `CaptureOptions.live_cut_after_s` instead of at the VAD's length
-    limit), and the continuous-speech meeting, with and without live cuts.
+    utterance cut at its next pause after `CaptureOptions.live_cut_after_s`, or at a shorter one where its
+    words end a sentence after `live_sentence_after_s`, instead of at the VAD's length limit), and the
+    continuous-speech meeting, with and without live cuts.
 
     Partials by the finals' own model take turns with the finals (one call at a time); `partials_alongside`
     adds a column where that model is loaded with two workers sharing its weights, so passes run alongside
@@ -243,7 +244,7 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
                 result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True, "workers": n_workers,
                                    "partials": {**PARTIALS, "model": partial_model} if partial_model else None,
                                    **({} if speculate else {"speculate_after_ms": None}),
-                                   **({} if live_cuts else {"live_cut_after_s": None}),
+                                   **({} if live_cuts else {"live_cut_after_s": None, "live_sentence_after_s": None}),
                                    "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
                                    "inputs": [{"path": str(path), "meeting": f"latency-{name}",
                                                "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
@@ -369,6 +370,9 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
         "partial_errors": item.get("partial_errors"),
         "partial_recogniser_s": item["partial_s"],
         "speculative_finals": item.get("speculations"), "speculative_finals_used": item.get("speculations_used"),
+        "sentence_cuts": item.get("sentence_cuts"),
+        # The live words against the reference: live cuts and speculation must not cost words.
+        "wer": error_rate(_text(reference), _text(segs))["rate"],
         "edge_cpu_s": item["cpu_s"], "recogniser_s": item["transcribe_s"],
         "edge_peak_rss_mb": result["peak_rss_mb"],
         "other_processes_cores": result["process"]["other_processes_cores"],

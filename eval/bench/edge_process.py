@@ -19,8 +19,8 @@ faster-whisper instead of the edge (`plain_capture`): the library the edge wraps
 `partials` ({model, cadence, threads}) turns partial captions on for a paced input, each one noted with its
 time (threads of a partial model loaded apart: `partials.partial_model_threads` by default);
 `workers` (default 1) is how many calls the finals' model runs at once (2: partials by that same model
-run alongside the finals). `live_cut_after_s` and `speculate_after_ms` set those `CaptureOptions` (null:
-off); `vad` ({field: value}) sets `VADOptions`.
+run alongside the finals). `live_cut_after_s`, `live_sentence_after_s` and `speculate_after_ms` set those
+`CaptureOptions` (null: off); `vad` ({field: value}) sets `VADOptions`.
 
     echo '{"model": "tiny.en", "inputs": [{"path": "meeting.ogg", "meeting": "m"}]}' | \
         python -m meetmem.eval.bench.edge_process
@@ -151,8 +151,9 @@ def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any
     packing = {"pack_seconds": float(job["pack_seconds"])} if job.get("pack_seconds") is not None else {}
     if "speculate_after_ms" in job:  # None: finals only once the VAD closes them
         packing["speculate_after_ms"] = job["speculate_after_ms"]
-    if "live_cut_after_s" in job:  # None: live utterances end only at `min_silence_ms` (or the length limit)
-        packing["live_cut_after_s"] = job["live_cut_after_s"]
+    for key in ("live_cut_after_s", "live_sentence_after_s"):  # None: live utterances are not cut that way
+        if key in job:
+            packing[key] = job[key]
     if job.get("vad"):  # the segmentation as given, e.g. {"cut_after_s": 8} to cut a file as live input is cut
         from meetmem.edge.vad import VADOptions
 
@@ -296,6 +297,7 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "partial_s": round(status.partial_time, 3), "partial_passes_alongside": status.partial_passes_alongside,
         "partial_errors": status.partial_errors,
         "speculations": status.speculations, "speculations_used": status.speculations_used,
+        "sentence_cuts": status.sentence_cuts,
         "call_audio_s": [round(u["audio_s"], 3) for u in calls],
         "agent_latencies_s": [round(x, 4) for x in status.latencies],
         "uploader_acks": len(uploader.ack_times) if uploader is not None else None,

@@ -364,6 +364,8 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
     assert cutting.vad_for(True).cut_after_s == 12.0 and cutting.vad_for(False).cut_after_s is None
     by_default = CaptureOptions(meeting_id="m").vad_for(True)
     assert (by_default.cut_after_s, by_default.cut_pause_ms) == (15.0, 300)
+    assert (by_default.sentence_after_s, by_default.sentence_pause_ms) == (12.0, 120)
+    assert CaptureOptions(meeting_id="m").vad_for(False).sentence_after_s is None  # a file: never
     assert CaptureOptions(meeting_id="m", live_cut_after_s=None).vad_for(True).cut_after_s is None
     parts: list[np.ndarray] = [np.zeros(8000, dtype=np.int16)]
     breaths: list[tuple[float, bool]] = []  # where each breath starts, and whether it is inside a sentence
@@ -381,7 +383,7 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
             # Unpaced and never packed: every piece is transcribed alone, as it is when the recogniser keeps up.
             # Cut at the 0.22 s breaths inside sentences too (a 120 ms pause), to try the seams hardest.
             options = CaptureOptions(meeting_id="m", language="en", pack_seconds=0, live_cut_after_s=cut,
-                                     live_cut_pause_ms=120)
+                                     live_cut_pause_ms=120, live_sentence_after_s=None)
             CaptureAgent(base_asr, outbox, options).run(chunks, source="live:mic", live=True)
             return outbox.pending(100)
 
@@ -409,3 +411,40 @@ def test_live_speech_cut_in_pieces_keeps_every_word_once_in_order(base_asr: Any,
     assert len(heard) >= 0.75 * len(said) and all(heard.count(w) <= said.count(w) for w in heard)
     assert heard == [w for w in said if w in heard], (heard, said)
     assert len(heard) >= len([w for w in _words(whole[0].text) if w in said]) - 2  # about as many as in one piece
+
+
+def test_live_speech_is_cut_where_its_words_end_a_sentence(base_asr: Any, make_speech: Callable[..., Any],
+                                                          tmp_path: Path) -> None:
+    """Sentences that follow each other within 0.25 s, at speaking pace: no pause is long enough to end an
+    utterance or to cut it at `live_cut_pause_ms`. Past `live_sentence_after_s`, each short pause is
+    transcribed, and the utterance is cut there when those words end a sentence: the pieces are contiguous,
+    each cut piece is stored with the words decoded before the cut (no second transcription), and every word
+    comes once, in order."""
+    from meetmem.edge.agent import ends_sentence
+
+    assert ends_sentence("We ship on Friday.") and ends_sentence("Who has the quote? ") and ends_sentence("好。")
+    assert not ends_sentence("We ship on") and not ends_sentence("and then...") and not ends_sentence("Well,")
+    parts: list[np.ndarray] = [np.zeros(8000, dtype=np.int16)]
+    for sentence in LONG_TALK:
+        for phrase in sentence:
+            clip = make_speech(phrase)
+            parts += [clip.samples[int(clip.bounds[0] * 16000):int(clip.bounds[1] * 16000)],
+                      np.zeros(int(0.25 * 16000), dtype=np.int16)]
+    samples = np.concatenate([*parts, np.zeros(16000, dtype=np.int16)])
+    step = 1600  # 0.1 s chunks at speaking pace, as a microphone delivers them
+    chunks = [samples[i : i + step] for i in range(0, len(samples), step)]
+    with Outbox(tmp_path / "o.db") as outbox:
+        options = CaptureOptions(meeting_id="m", language="en", pack_seconds=0, live_cut_after_s=None,
+                                 live_sentence_after_s=3.0)
+        status = CaptureAgent(base_asr, outbox, options).run(audio.paced(chunks), source="live:mic", live=True)
+        pieces = outbox.pending(100)
+    texts = [p.text for p in pieces]
+    assert status.sentence_cuts >= 2 and len(pieces) == status.sentence_cuts + 1, texts
+    assert status.speculations_used >= status.sentence_cuts  # each cut piece: the words decoded before the cut
+    for piece, following in zip(pieces, pieces[1:], strict=False):
+        assert following.start == piece.end  # contiguous: no audio between the pieces
+        assert piece.end - piece.start >= 3.0 and ends_sentence(piece.raw_text), texts
+    said = [w for sentence in LONG_TALK for phrase in sentence for w in _words(phrase) if len(w) >= 5]
+    heard = [w for text in texts for w in _words(text) if w in said]
+    assert len(heard) >= 0.75 * len(said) and all(heard.count(w) <= said.count(w) for w in heard)
+    assert heard == [w for w in said if w in heard], (heard, said)

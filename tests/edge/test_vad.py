@@ -279,3 +279,49 @@ def test_cut_options_are_checked() -> None:
         VADOptions(cut_after_s=25.0)
     with pytest.raises(ValueError, match="cut_pause_ms"):
         VADOptions(cut_pause_ms=700)
+    with pytest.raises(ValueError, match="sentence_after_s"):
+        VADOptions(sentence_after_s=0.0)
+    with pytest.raises(ValueError, match="sentence_pause_ms"):
+        VADOptions(sentence_pause_ms=10)
+
+
+def test_a_place_to_cut_is_offered_past_sentence_after_s_and_cut_only_when_asked(two_sentences) -> None:
+    """Past `sentence_after_s` of speech, a short pause the speaker goes on after is offered as a place to
+    cut; the segmentation changes only where `cut_at` is asked to cut, and there the piece is the very samples
+    of the candidate, the next piece starting at the cut. A candidate of an utterance already cut is refused."""
+    first, second = (two_sentences.samples[int(s * SAMPLE_RATE):int(e * SAMPLE_RATE)] for s, e in two_sentences.spans)
+    breath = np.zeros(int(0.25 * SAMPLE_RATE), dtype=np.int16)
+    quiet = np.zeros(SAMPLE_RATE, dtype=np.int16)
+    samples = np.concatenate([quiet, first, breath, second, breath, first, quiet])
+    whole = segment(samples)
+    assert len(whole) == 1
+    options = VADOptions(sentence_after_s=1.5)
+    assert spans(segment(samples, options)) == spans(whole)  # offered, never asked: nothing changes
+
+    def fed(cut_at: int | None) -> tuple[list[Utterance], list[Utterance], Utterance | None]:
+        """The utterances, the places offered, and what cutting at the offer numbered `cut_at` returned."""
+        segmenter = VADSegmenter(options)
+        emitted: list[Utterance] = []
+        offers: list[Utterance] = []
+        piece = None
+        for i in range(0, len(samples), 1600):
+            emitted += segmenter.feed(samples[i:i + 1600])
+            offer = segmenter.sentence_candidate()
+            if offer is not None and (not offers or offer is not offers[-1]):
+                offers.append(offer)
+                if len(offers) - 1 == cut_at:
+                    piece = segmenter.cut_at(offer)
+                    emitted += [piece] if piece is not None else []
+                    assert segmenter.cut_at(offer) is None  # the utterance it belonged to was cut
+        return emitted + segmenter.finish(), offers, piece
+
+    _, offers, _ = fed(None)
+    assert 1 <= len(offers) <= 2  # the breaths the VAD hears as pauses of 120 ms or more
+    for offer in offers:
+        assert offer.start_sample == whole[0].start_sample and offer.duration >= 1.5
+        assert np.abs(samples[offer.end_sample - 480:offer.end_sample + 480]).max() < 1000  # in a breath
+    pieces, _, piece = fed(0)
+    assert piece is not None and spans([piece]) == spans(offers[:1])
+    assert np.array_equal(piece.audio, offers[0].audio) and not piece.forced
+    assert len(pieces) == 2 and pieces[1].start_sample == pieces[0].end_sample  # contiguous
+    assert pieces[1].end_sample == whole[0].end_sample
