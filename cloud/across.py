@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from meetmem.store.index.search import Hit
+from meetmem.store.index.search_types import Hit
 from meetmem.store.log import DEFAULT_TENANT
 from meetmem.store.timecode import format_time
 
@@ -147,7 +147,7 @@ class CrossMeetings:
     def _find_tenant_wide(self, query: str, *, tenant: str, k: int,
                           meeting_ids: list[str] | None) -> list[CrossHit]:
         """`find` on PostgreSQL: candidates by HNSW and full text across the tenant, scored as `find` scores."""
-        from meetmem.store.index.search import vector_key
+        from meetmem.store.index.search_types import vector_key
 
         rows = self.search.rows  # store/pg/search.py `PgSearch`
         for meeting_id in rows.lagging(tenant, meeting_ids):  # rows no indexer has reached yet

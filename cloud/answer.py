@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
+from meetmem.store.index.search import TranscriptSearch
+from meetmem.store.index.search_types import Hit, SearchFilters
 from meetmem.store.log import DEFAULT_TENANT
 from meetmem.store.records import MeetingDigest, Segment
 from meetmem.store.timecode import format_time

@@ -35,7 +35,7 @@ from .service import NotReady
 from .voice import VoiceUnavailable
 
 if TYPE_CHECKING:
-    from meetmem.store.index.search import EmbedderRoutes
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from meetmem.store.backends import open_log, open_search
-        from meetmem.store.index.search import embedder_routes
+        from meetmem.store.index.embedder_routes import embedder_routes
         from meetmem.store.receipts import ReceiptKey
         from meetmem.summarizers.backends import make_digest_parts
         from meetmem.summarizers.digest import MeetingDigester

@@ -11,7 +11,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from meetmem.store.index.search import Hit, TranscriptSearch
+from meetmem.store.index.search import TranscriptSearch
+from meetmem.store.index.search_types import Hit
 from meetmem.store.log import DEFAULT_TENANT
 from meetmem.store.records import MeetingDigest
 

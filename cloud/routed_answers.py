@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from meetmem.store.index.search import Hit, SearchFilters
+from meetmem.store.index.search_types import Hit, SearchFilters
 from meetmem.store.records import LedgerItem, MeetingDigest, Segment
 from meetmem.store.speaker_map import read_current
 from meetmem.store.timecode import format_time

@@ -32,7 +32,8 @@ from .sessions import session_store_for
 from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
-    from meetmem.store.index.search import Hit, SearchFilters, TranscriptSearch
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.index.search_types import Hit, SearchFilters
     from meetmem.store.records import MeetingDigest
     from meetmem.summarizers.digest import MeetingDigester
 

@@ -87,6 +87,11 @@ class ASR(Protocol):
         """Recognise 16 kHz mono float32 audio; piece times are `offset` plus seconds into `audio`."""
         ...
 
+    def shares_model(self, other: ASR) -> bool:
+        """Whether `other` decodes with this recogniser's loaded model (it is this one, or a copy of it with
+        other decoding options): their calls then take turns, so partial captions by it wait for the finals."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ASROptions:
@@ -223,10 +228,10 @@ class WhisperASR:
         """How many calls the loaded model runs at once (`ASROptions.workers`)."""
         return self.options.workers
 
-    def shares_model(self, other: object) -> bool:
-        """Whether `other` decodes with this very loaded model (a `with_options` copy): then one call waits for
-        the other unless the model has `workers` to spare. A model loaded apart runs its calls on threads of
-        its own."""
+    def shares_model(self, other: ASR) -> bool:
+        """Whether `other` decodes with this very loaded model (itself or a `with_options` copy): then one call
+        waits for the other unless the model has `workers` to spare. A model loaded apart runs its calls on
+        threads of its own."""
         return getattr(other, "_model", None) is self._model
 
     def use_greedy(self) -> bool:

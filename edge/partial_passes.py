@@ -57,7 +57,7 @@ class PartialPasses:
         # Passes alongside the finals: the partials' recogniser is a model loaded apart from the finals' (a
         # smaller one, on threads of its own), or runs two calls at once; off after the step down.
         self._partials_alongside = partials is not None and (
-            getattr(partials.asr, "parallel_calls", 1) > 1 or not _shares_model(asr, partials.asr))
+            getattr(partials.asr, "parallel_calls", 1) > 1 or not asr.shares_model(partials.asr))
 
     def _start_partials(self, offset: float) -> tuple[threading.Thread, threading.Event] | None:
         """The partial captions' thread (`_partial_loop`), started; None without partial captions."""
@@ -114,10 +114,3 @@ class PartialPasses:
         if partial.new_words and self.on_partial is not None:
             self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
                                                 heard_until=round(offset + partial.heard_until, 3)))
-
-
-def _shares_model(asr: ASR, other: ASR) -> bool:
-    """Whether two recognisers decode with one loaded model (so their calls take turns). A recogniser that
-    cannot tell is taken to share it."""
-    shares = getattr(asr, "shares_model", None)
-    return shares is None or other is asr or bool(shares(other))

@@ -310,7 +310,7 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, option
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from meetmem.cloud.compiler import CompilerOptions
-    from meetmem.store.index.search import embedder_routes
+    from meetmem.store.index.embedder_routes import embedder_routes
 
     wall0 = time.perf_counter()
     info = machine_info()

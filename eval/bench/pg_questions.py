@@ -62,7 +62,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def _instance(make_search: Any, model: Any, url: str, questions: list[str], rounds: int) -> dict[str, Any]:
     from meetmem.cloud.answer import Answerer
-    from meetmem.store.index.search import EmbedderRoutes
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
     from meetmem.store.pg.log import PgTranscriptLog
 
     counting = _Counting(model)

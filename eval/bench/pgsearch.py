@@ -92,7 +92,7 @@ def prepare_schema(url: str) -> None:
 # -- quality ----------------------------------------------------------------------------------------------------
 def _copy_meeting(pg: Any, log: Any, search: Any, meeting_id: str) -> int:
     """The meeting's rows and cached vectors from the SQLite backend into `segment_search`."""
-    from meetmem.store.index.search import vector_key
+    from meetmem.store.index.search_types import vector_key
     from meetmem.store.pg.lexemes import tsvector_literal
 
     segments = list(log.chain(meeting_id))
@@ -117,7 +117,8 @@ def _copy_meeting(pg: Any, log: Any, search: Any, meeting_id: str) -> int:
 
 def _quality(url: str, data: Path, embedder: Embedder, *, limit: int | None, say: Callable[[str], None],
              pool_out: list[tuple[str, str | None, np.ndarray]]) -> dict[str, Any]:
-    from meetmem.store.index.search import TranscriptSearch, vector_key
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.index.search_types import vector_key
     from meetmem.store.log import TranscriptLog
     from meetmem.store.pg.search import PgSearch, PgSearchOptions, connect_pool
 
@@ -213,7 +214,7 @@ def _quality(url: str, data: Path, embedder: Embedder, *, limit: int | None, say
 
 def _collect_pool(log: Any, search: Any, out: list[tuple[str, str | None, np.ndarray]]) -> None:
     """Every embedded segment's (text, speaker, vector): the sentences the scale part draws from."""
-    from meetmem.store.index.search import vector_key
+    from meetmem.store.index.search_types import vector_key
 
     key = vector_key(search.routes.default.name, speaker=search.options.embed_speaker)
     for text, speaker, blob in log.read(

@@ -89,7 +89,8 @@ def preloaded_meetings(hours: float, seed: int) -> list[tuple[str, Corpus]]:
 def prepare(ctx: Any, path: Path, meetings: list[tuple[str, Corpus]], tenant: str) -> dict[str, Any]:
     """Append and embed the meetings the database does not hold yet; returns what it did."""
     from meetmem.cli.progress import StderrProgress
-    from meetmem.store.index.search import TranscriptSearch, embedder_routes
+    from meetmem.store.index.embedder_routes import embedder_routes
+    from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.log import TranscriptLog
 
     settings = ctx.settings
@@ -135,7 +136,7 @@ def _has_vectors_table(transcript_log: Any) -> bool:
 
 def missing_vectors(transcript_log: Any, meeting_ids: list[str], tenant: str, model: str) -> int:
     """How many segments of the meetings have no cached vector of `model` (0 for `--embedder none`)."""
-    from meetmem.store.index.search import vector_key
+    from meetmem.store.index.search_types import vector_key
 
     if model == "none":
         return 0
@@ -410,7 +411,7 @@ def _postgres(ctx: Any, args: argparse.Namespace, tmp: Path, sqlite_db: Path, me
         ids = [meeting_id for meeting_id, _ in meetings]
 
         def index(url: str) -> dict[str, Any]:
-            from meetmem.store.index.search import embedder_routes
+            from meetmem.store.index.embedder_routes import embedder_routes
 
             settings = ctx.settings
             routes = None if settings.embedder == "none" else embedder_routes(

@@ -304,7 +304,7 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, *, bat
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from meetmem.store.index.search import EmbedderRoutes, embedder_routes
+    from meetmem.store.index.embedder_routes import EmbedderRoutes, embedder_routes
 
     wall0 = time.perf_counter()
     info = machine_info()

@@ -50,8 +50,9 @@ from ..harness import PARTS, BenchDataError, RunClock, base_options, guarded, in
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
     from meetmem.store.index.embedders import Embedder
-    from meetmem.store.index.search import EmbedderRoutes, SearchOptions
+    from meetmem.store.index.search_types import SearchOptions
     from meetmem.store.records import SegmentInput
 
 #: The published development file in ../shared/data/locomo.
@@ -407,7 +408,7 @@ def _ask_all(search: Any, answerer: Any, meeting_id: str, question: str, dia_of:
 # -- the CLI ----------------------------------------------------------------------------------------------------
 def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.cli.progress import note
-    from meetmem.store.index.search import embedder_routes
+    from meetmem.store.index.embedder_routes import embedder_routes
 
     s = ctx.settings
     say = None if ctx.quiet else note

@@ -61,8 +61,10 @@ from ..harness import (
 
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
     from meetmem.store.index.embedders import Embedder
-    from meetmem.store.index.search import EmbedderRoutes, SearchOptions, TranscriptSearch
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.index.search_types import SearchOptions
     from meetmem.store.log import TranscriptLog
     from meetmem.store.records import SegmentInput
 
@@ -254,7 +256,9 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
         The `bench qmsum` figures without `default_configuration` and `code` (the CLI adds those).
     """
     from meetmem.cloud.answer import Answerer
-    from meetmem.store.index.search import EmbedderRoutes, SearchOptions, TranscriptSearch
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
+    from meetmem.store.index.search import TranscriptSearch
+    from meetmem.store.index.search_types import SearchOptions
     from meetmem.store.log import TranscriptLog
 
     say = progress or (lambda _line: None)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from meetmem.cli.context import CommandContext
     from meetmem.store.index.embedders import Embedder
-    from meetmem.store.index.search import SearchOptions
+    from meetmem.store.index.search_types import SearchOptions
 
 #: QMSum's `domain` field -> the short name used in the report.
 DEFAULT_CONVEX_WEIGHTS = "0.5,0.7"
@@ -135,7 +135,7 @@ def options_public(options: SearchOptions) -> dict[str, Any]:
 def default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, Any]:
     """What the benchmark ran as "the default": the embedder, the search options, the answerer's settings."""
     from meetmem.cloud.answer import MAX_CITATIONS, Answerer
-    from meetmem.store.index.search import SearchOptions
+    from meetmem.store.index.search_types import SearchOptions
     from meetmem.store.index.tokenize import MeetingTokenizer
 
     tokenizer = MeetingTokenizer()
@@ -154,8 +154,9 @@ def default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, 
 
 
 #: Modules whose code decides the figures; their digests go into the report, since they change often.
-_FINGERPRINTED = ("store.index.search", "store.index.tokenize", "store.index.bm25", "store.index.dense",
-                  "store.index.embedders", "cloud.answer")
+_FINGERPRINTED = ("store.index.search", "store.index.search_types", "store.index.embedder_routes",
+                  "store.index.tokenize", "store.index.bm25", "store.index.dense", "store.index.embedders",
+                  "cloud.answer")
 
 
 def code_fingerprint() -> dict[str, str]:
@@ -206,7 +207,7 @@ def base_options(overrides: Sequence[str] | None) -> SearchOptions:
     changing a default); values are parsed as JSON when they can be (numbers), else kept as strings."""
     from dataclasses import fields, replace
 
-    from meetmem.store.index.search import SearchOptions
+    from meetmem.store.index.search_types import SearchOptions
 
     base = SearchOptions()
     known = {f.name for f in fields(base)}
@@ -237,7 +238,7 @@ def fusion_options(base: SearchOptions, weights: Sequence[float]) -> dict[str, S
 def convex_options(w: float, base: SearchOptions | None = None) -> SearchOptions:
     from dataclasses import replace
 
-    from meetmem.store.index.search import SearchOptions
+    from meetmem.store.index.search_types import SearchOptions
 
     return replace(base or SearchOptions(), fusion="convex", bm25_weight=round(1.0 - w, 6), dense_weight=w,
                    adaptive_dense_weight=None)

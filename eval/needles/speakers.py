@@ -120,7 +120,7 @@ def evaluate(meeting: NeedleMeeting, *, db_path: Path, routes: Any, k: int = 5) 
 
 
 def run(args: argparse.Namespace, ctx: Any = None) -> int:
-    from meetmem.store.index.search import embedder_routes
+    from meetmem.store.index.embedder_routes import embedder_routes
 
     from .generator import generate
 

@@ -41,7 +41,7 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
         sys.stderr.write("meetmem worker: the jobs live in PostgreSQL: give --database postgresql://... "
                          "(or MEETMEM_DATABASE_URL); the SQLite service runs its background work in-process\n")
         return 2
-    from meetmem.store.index.search import embedder_routes
+    from meetmem.store.index.embedder_routes import embedder_routes
 
     settings = ctx.settings
     routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads)

@@ -12,7 +12,8 @@ from .progress import note
 if TYPE_CHECKING:
     from meetmem.cloud.answer import Answerer
     from meetmem.cloud.llm_answer import LLMAnswerer
-    from meetmem.store.index.search import EmbedderRoutes, TranscriptSearch
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
+    from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.log import TranscriptLog
     from meetmem.summarizers.digest import MeetingDigester
 
@@ -51,7 +52,7 @@ class CommandContext:
         return self._search
 
     def _embedder_routes(self) -> EmbedderRoutes | None:
-        from meetmem.store.index.search import embedder_routes
+        from meetmem.store.index.embedder_routes import embedder_routes
 
         announce = None if self.quiet else (lambda name: note(f"loading the {name} embedding model ..."))
         settings = self.settings

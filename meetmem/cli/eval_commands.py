@@ -50,7 +50,7 @@ def _langs_list(value: str) -> list[str]:
 
 def _routes(ctx: Any) -> Any:
     """The embedder routes of the settings, loading each model on first use (said on stderr unless -q)."""
-    from meetmem.store.index.search import embedder_routes
+    from meetmem.store.index.embedder_routes import embedder_routes
 
     s = ctx.settings
     return embedder_routes(s.embedder, s.embedder_zh, threads=s.threads, on_load=(

@@ -80,7 +80,7 @@ def _across_positionals(args: argparse.Namespace, what: str, attr: str) -> str:
 
 
 def cmd_search(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from meetmem.store.index.search import SearchFilters
+    from meetmem.store.index.search_types import SearchFilters
 
     if args.all:
         from meetmem.cloud.across import CrossMeetings

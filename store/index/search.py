@@ -9,12 +9,11 @@ so a restart does not re-embed a day of meetings.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,160 +21,26 @@ from ..log import DEFAULT_TENANT, TranscriptLog
 from ..records import Segment
 from .bm25 import BM25Index
 from .dense import DenseIndex
+from .embedder_routes import EmbedderRoutes, embedder_routes, segment_language
 from .errors import SearchError
 from .fusion import Ranked, adaptive_weights, coverage, fuse, with_neighbours
+from .search_types import RRF_K, Hit, SearchFilters, SearchMode, SearchOptions, embedded_text, vector_key
 from .timing import span
 from .tokenize import MeetingTokenizer
 
 if TYPE_CHECKING:
     from .embedders import Embedder
 
+# The routes and the search types moved to modules of their own; callers that import them from here keep
+# working.
+__all__ = [
+    "RRF_K", "EmbedderRoutes", "Hit", "MeetingIndex", "Progress", "SearchFilters", "SearchMode", "SearchOptions",
+    "TranscriptSearch", "embedded_text", "embedder_routes", "segment_language", "vector_key",
+]
+
 log = logging.getLogger(__name__)
 
-SearchMode = Literal["hybrid", "bm25", "dense"]
 Progress = Callable[[int, int], None]
-
-#: Reciprocal rank fusion's constant (Cormack, Clarke & Buettcher, SIGIR 2009).
-RRF_K = 60
-
-_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
-
-def segment_language(text: str, lang: str | None = None) -> str:
-    """The primary language of a segment: its `lang` field's primary subtag, else `zh` when at least
-    a third of its letters are CJK characters, else `en`."""
-    if lang:
-        return lang.split("-")[0].lower()
-    letters = sum(ch.isalnum() for ch in text) or 1
-    return "zh" if len(_CJK_RE.findall(text)) / letters >= 1 / 3 else "en"
-
-
-@dataclass(frozen=True)
-class EmbedderRoutes:
-    """Which embedding model embeds a segment, by its language.
-
-    An English-only model is both faster and better on English; a multilingual one is needed for
-    Chinese. Each segment is embedded by its language's model, and a question is embedded by every model
-    the meeting's segments use, so an English question about a Chinese meeting still finds its answer.
-    """
-
-    default: Embedder
-    by_lang: Mapping[str, Embedder] = field(default_factory=dict)
-
-    def for_segment(self, text: str, lang: str | None) -> Embedder:
-        return self.by_lang.get(segment_language(text, lang), self.default)
-
-    def by_name(self) -> dict[str, Embedder]:
-        models = {self.default.name: self.default}
-        for model in self.by_lang.values():
-            models.setdefault(model.name, model)
-        return models
-
-
-def embedder_routes(
-    default: str,
-    zh: str = "none",
-    *,
-    threads: int | None = None,
-    instances: int = 1,
-    on_load: Callable[[str], None] | None = None,
-) -> EmbedderRoutes | None:
-    """Routes of lazily loaded models by name (`none` for BM25 alone, or for no separate Chinese model).
-
-    `instances` copies of each model serve concurrent callers (a server's questions and its indexer).
-    """
-    from .embedders import LazyEmbedder
-
-    if default == "none":
-        return None
-    by_lang: dict[str, Embedder] = {}
-    if zh not in ("none", default):
-        by_lang["zh"] = LazyEmbedder(zh, threads=threads, on_load=on_load, instances=instances)
-    return EmbedderRoutes(LazyEmbedder(default, threads=threads, on_load=on_load, instances=instances), by_lang)
-
-
-@dataclass(frozen=True, slots=True)
-class SearchFilters:
-    """Restrict a search to a time range (overlap, seconds) and/or one speaker."""
-
-    start: float | None = None
-    end: float | None = None
-    speaker: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SearchOptions:
-    """How hits are found and fused.
-
-    Args:
-        pool: how many candidates each ranking contributes to the fusion.
-        fusion: `rrf` (reciprocal rank fusion) or `convex` (a weighted sum of each ranking's scores, each
-            scaled to [0, 1] over its pool: BM25 by its best score, dense cosines by min-max).
-        rrf_k: the reciprocal rank fusion constant.
-        bm25_weight, dense_weight: weights of each ranking in the fusion (`dense_weight` is the weight when
-            `adaptive_dense_weight` is None).
-        adaptive_dense_weight: `(low, high)`: the dense weight of each query, from how much of the query
-            the best BM25 hits hold (`coverage`): `low` when one holds every query word (a code, a name, a
-            number said as asked: BM25 is right), rising to `high` when none does (the question names the
-            subject in other words: only the dense ranking can find it). The BM25 weight is 1 - that.
-            None: the fixed `bm25_weight` / `dense_weight`.
-        neighbour_weight: each candidate's fused score gains this share of its best neighbour's (the
-            segment just before or after it in the meeting): an answer often sits beside the turn that
-            matches the question ("Is that a one-off cost?" / "One-off: $4,250."). 0 turns it off.
-        embed_speaker: embed a segment as "Speaker: text" (the stored text stays verbatim; only the derived
-            vector changes, cached under `vector_key`).
-    """
-
-    pool: int = 50
-    # "Speaker: text" embedded: LoCoMo's questions name who said it (docs/BENCHMARKS.md, issue 14).
-    embed_speaker: bool = True
-    # Convex fusion beat RRF on QMSum (hit@1 and P@5) and on the Chinese set: docs/BENCHMARKS.md.
-    fusion: Literal["rrf", "convex"] = "convex"
-    rrf_k: int = RRF_K
-    bm25_weight: float = 0.3
-    dense_weight: float = 0.7
-    # Chosen on the tune halves of QMSum, LoCoMo and the Chinese set (docs/BENCHMARKS.md, issue 14): a fixed
-    # 0.7 suits QMSum's topic questions and paraphrases but loses LoCoMo's chat questions to BM25 alone.
-    adaptive_dense_weight: tuple[float, float] | None = (0.2, 0.8)
-    neighbour_weight: float = 0.2
-
-
-def embedded_text(segment: Segment, *, speaker: bool = True) -> str:
-    """What the dense model embeds for a segment: its text, after "Speaker: " when `speaker` and known.
-
-    A question often names who said it ("What did Caroline research?"); a turn's own words rarely do.
-    """
-    if speaker and segment.speaker:
-        return f"{segment.speaker}: {segment.text}"
-    return segment.text
-
-
-def vector_key(model: str, *, speaker: bool = True) -> str:
-    """The key of a model's vectors in the `segment_vectors` cache: the model name, marked when the embedded
-    text carries the speaker, so vectors of another text form are never reused for this one."""
-    return f"{model}+speaker" if speaker else model
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result: the stored segment, its fused score and its rank in each ranking (1-based)."""
-
-    segment: Segment
-    score: float
-    bm25_rank: int | None = None
-    dense_rank: int | None = None
-
-    def public(self) -> dict:
-        """The CONTRACT's `search --json` shape."""
-        s = self.segment
-        return {
-            "segment_id": s.segment_id,
-            "start": s.start,
-            "end": s.end,
-            "speaker": s.speaker,
-            "text": s.text,
-            "score": round(self.score, 6),
-        }
 
 
 @dataclass

@@ -25,15 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..index.search import (
-    EmbedderRoutes,
-    MeetingIndex,
-    Progress,
-    SearchOptions,
-    TranscriptSearch,
-    embedded_text,
-    vector_key,
-)
+from ..index.embedder_routes import EmbedderRoutes
+from ..index.search import MeetingIndex, Progress, TranscriptSearch
+from ..index.search_types import SearchOptions, embedded_text, vector_key
 from ..log import DEFAULT_TENANT
 from ..records import Segment
 from .search import PgSearch, PgSearchOptions, connect_pool

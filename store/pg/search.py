@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..index.bm25 import BM25Index
+from ..index.embedder_routes import EmbedderRoutes
 from ..index.errors import SearchError
 from ..index.fusion import adaptive_weights, coverage, fuse, with_neighbours
-from ..index.search import EmbedderRoutes, SearchFilters, SearchOptions, vector_key
+from ..index.search_types import SearchFilters, SearchOptions, vector_key
 from ..index.tokenize import MeetingTokenizer
 from .lexemes import quote_lexeme, tsquery_literal
 from .search_across import PgSearchAcross

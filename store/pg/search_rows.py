@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index.search import embedded_text, vector_key
+from ..index.search_types import embedded_text, vector_key
 from ..records import Segment
 from .lexemes import tsvector_literal
 
 if TYPE_CHECKING:
-    from ..index.search import EmbedderRoutes
+    from ..index.embedder_routes import EmbedderRoutes
     from ..index.tokenize import MeetingTokenizer
     from .search import PgSearchOptions
 

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from meetmem.cloud.app import create_app
 from meetmem.cloud.service import MeetingService
 from meetmem.settings import Settings
-from meetmem.store.index.search import EmbedderRoutes
+from meetmem.store.index.embedder_routes import EmbedderRoutes
 
 
 @dataclass

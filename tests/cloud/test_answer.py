@@ -22,7 +22,7 @@ from meetmem.cloud.answer import (
 from meetmem.cloud.tokens import count_tokens
 from meetmem.store.backends import open_log, open_search
 from meetmem.store.errors import MeetingNotFound
-from meetmem.store.index.search import SearchFilters
+from meetmem.store.index.search_types import SearchFilters
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
 

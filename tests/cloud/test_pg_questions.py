@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from meetmem.store.index.search import EmbedderRoutes
+from meetmem.store.index.embedder_routes import EmbedderRoutes
 from meetmem.store.records import SegmentInput
 
 psycopg = pytest.importorskip("psycopg")

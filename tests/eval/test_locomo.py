@@ -114,7 +114,7 @@ def test_ask_cites_the_unique_turn_first(bm25_result: dict[str, Any]) -> None:
 
 @pytest.mark.model
 def test_dense_and_hybrid_rows_with_the_real_model(locomo_folder: Path, embedder: Any) -> None:
-    from meetmem.store.index.search import EmbedderRoutes
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
 
     result = evaluate_locomo(locomo_folder, embedder=EmbedderRoutes(embedder))
     assert set(result["methods"]) == {"ask", "bm25", "dense", "hybrid"}

@@ -204,7 +204,7 @@ def test_needle_recall_from_audio_on_a_two_minute_meeting(embedder: Any, tmp_pat
     busy cores. The bound leaves room for one more miss: the questions' wording is the generator's."""
     _require_tools()
     from meetmem.eval.needles.generator import generate
-    from meetmem.store.index.search import EmbedderRoutes
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
 
     meeting = generate(2 / 60, lang="en", seed=7, needles_per_hour=240)
     result = evaluate_audio(meeting, tmp_path, routes=EmbedderRoutes(embedder), model="tiny.en", k=5)

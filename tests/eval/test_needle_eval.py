@@ -193,7 +193,7 @@ def test_ci_guard_meetmem_recall_at_5_on_a_short_meeting(meeting: NeedleMeeting,
                                                           tmp_path: Path) -> None:
     """The issue's CI guard: on a short English meeting, meetmem (hybrid, the real model) finds the needle's
     segment among its first 5 citations for at least 90% of the questions, and beats the baselines."""
-    from meetmem.store.index.search import EmbedderRoutes
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
 
     result = evaluate(meeting, db_path=tmp_path / "eval.db", routes=EmbedderRoutes(embedder), k=5)
     recall = {row["method"]: row["recall_at_k"] for row in result["by_method"]}
@@ -207,7 +207,7 @@ def test_ci_guard_meetmem_recall_at_5_on_a_short_meeting(meeting: NeedleMeeting,
 def test_ci_guard_on_a_generated_ten_minute_meeting(embedder: Any, tmp_path: Path) -> None:
     """The same guard on the needle generator's 10-minute English text meeting, once the generator exists."""
     needles = pytest.importorskip("meetmem.eval.needles.generator", reason="the needle generator is not written yet")
-    from meetmem.store.index.search import EmbedderRoutes
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
 
     generated = needles.generate(10 / 60, lang="en", seed=7)
     result = evaluate(generated, db_path=tmp_path / "eval.db", routes=EmbedderRoutes(embedder), k=5)

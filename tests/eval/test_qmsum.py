@@ -44,7 +44,7 @@ def test_bm25_and_ask_hit_the_annotated_turns(qmsum_folder: Path) -> None:
 
 @pytest.mark.model
 def test_dense_rows_share_one_embedding_of_the_turns(qmsum_folder: Path, embedder: Any) -> None:
-    from meetmem.store.index.search import EmbedderRoutes
+    from meetmem.store.index.embedder_routes import EmbedderRoutes
 
     result = evaluate_qmsum(qmsum_folder, embedder=EmbedderRoutes(embedder), fusion_variants=False)
     assert list(result["methods"]) == ["bm25", "dense", "hybrid_default", "ask"]

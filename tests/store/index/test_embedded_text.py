@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from meetmem.store.index.search import SearchOptions, TranscriptSearch, embedded_text, vector_key
+from meetmem.store.index.search import TranscriptSearch
+from meetmem.store.index.search_types import SearchOptions, embedded_text, vector_key
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
 

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from meetmem.store.index.bm25 import BM25Index
-from meetmem.store.index.search import SearchOptions, TranscriptSearch, coverage
+from meetmem.store.index.fusion import coverage
+from meetmem.store.index.search import TranscriptSearch
+from meetmem.store.index.search_types import SearchOptions
 from meetmem.store.index.tokenize import MeetingTokenizer
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput

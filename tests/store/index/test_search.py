@@ -6,7 +6,8 @@ import pytest
 
 from meetmem.store.errors import MeetingNotFound
 from meetmem.store.index.errors import SearchError
-from meetmem.store.index.search import SearchFilters, TranscriptSearch
+from meetmem.store.index.search import TranscriptSearch
+from meetmem.store.index.search_types import SearchFilters
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
 

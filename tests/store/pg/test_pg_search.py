@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from meetmem.store.index.errors import SearchError
-from meetmem.store.index.search import SearchFilters, TranscriptSearch, vector_key
+from meetmem.store.index.search import TranscriptSearch
+from meetmem.store.index.search_types import SearchFilters, vector_key
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
 
