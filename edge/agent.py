@@ -409,7 +409,9 @@ class CaptureAgent(PartialPasses):
                 asked = self._cut_asked
                 if candidate.start_sample >= self._final_until and key == (self._sentence if cut else self._closing) \
                         and (asked is None or candidate.start_sample != asked.start_sample):
-                    pieces = self._speculate(candidate, offset)
+                    # A place to cut at a pause of 300 ms or more is the closing candidate offered during it:
+                    # its words may be decoded already.
+                    pieces = self._speculated.get(key) or self._speculate(candidate, offset)
                     if cut:
                         words = join_pieces(pieces)
                         if ends_sentence(words):
