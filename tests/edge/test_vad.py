@@ -197,16 +197,21 @@ def test_the_closing_candidate_is_the_utterance_the_pause_then_closes(two_senten
         assert np.array_equal(match.audio, utterance.audio) and not match.forced
 
 
-def test_a_long_utterance_is_cut_at_a_short_pause_once_it_has_lasted_cut_after_s(two_sentences) -> None:
-    """Live input's cut: past `cut_after_s` of speech, a pause of `cut_pause_ms` ends the utterance in the
-    pause's middle; the next piece starts right there when the speaker goes on, so nothing falls between."""
-    # Three sentences with a 0.25 s breath between them: one utterance for the 600 ms rule.
+def _breathless(two_sentences) -> tuple[np.ndarray, list[Utterance]]:
+    """Three sentences with a 0.25 s breath between them, and the one utterance the 600 ms rule makes of them."""
     first, second = (two_sentences.samples[int(s * SAMPLE_RATE):int(e * SAMPLE_RATE)] for s, e in two_sentences.spans)
     breath = np.zeros(int(0.25 * SAMPLE_RATE), dtype=np.int16)
     quiet = np.zeros(SAMPLE_RATE, dtype=np.int16)
     samples = np.concatenate([quiet, first, breath, second, breath, first, quiet])
     whole = segment(samples)
     assert len(whole) == 1
+    return samples, whole
+
+
+def test_a_long_utterance_is_cut_at_a_short_pause_once_it_has_lasted_cut_after_s(two_sentences) -> None:
+    """Live input's cut: past `cut_after_s` of speech, a pause of `cut_pause_ms` ends the utterance in the
+    pause's middle; the next piece starts right there when the speaker goes on, so nothing falls between."""
+    samples, whole = _breathless(two_sentences)
     pieces = segment(samples, VADOptions(cut_after_s=1.5))
     assert len(pieces) >= 3 and not any(u.forced for u in pieces)
     assert pieces[0].start_sample == whole[0].start_sample
@@ -289,12 +294,7 @@ def test_a_place_to_cut_is_offered_past_sentence_after_s_and_cut_only_when_asked
     """Past `sentence_after_s` of speech, a short pause the speaker goes on after is offered as a place to
     cut; the segmentation changes only where `cut_at` is asked to cut, and there the piece is the very samples
     of the candidate, the next piece starting at the cut. A candidate of an utterance already cut is refused."""
-    first, second = (two_sentences.samples[int(s * SAMPLE_RATE):int(e * SAMPLE_RATE)] for s, e in two_sentences.spans)
-    breath = np.zeros(int(0.25 * SAMPLE_RATE), dtype=np.int16)
-    quiet = np.zeros(SAMPLE_RATE, dtype=np.int16)
-    samples = np.concatenate([quiet, first, breath, second, breath, first, quiet])
-    whole = segment(samples)
-    assert len(whole) == 1
+    samples, whole = _breathless(two_sentences)
     options = VADOptions(sentence_after_s=1.5)
     assert spans(segment(samples, options)) == spans(whole)  # offered, never asked: nothing changes
 
