@@ -68,8 +68,8 @@ class VoiceQuestions:
         """
         if self._asr is None:
             raise VoiceUnavailable(self._problem or "the speech recogniser is still loading; retry shortly")
-        from meetmem.edge.agent import join_pieces
         from meetmem.edge.errors import AudioError
+        from meetmem.edge.transcript_text import join_pieces
 
         try:
             samples = _pcm(data, sample_rate) if sample_rate is not None else _decode(data, filename)

@@ -23,7 +23,7 @@ from .asr import ASR
 from .partials import Partial, PartialCaption
 
 if TYPE_CHECKING:
-    from .agent import CaptureStatus
+    from .capture_options import CaptureStatus
     from .language import LanguagePolicy
 
 log = logging.getLogger(__name__)

@@ -427,7 +427,7 @@ def _answer_spoken_question(args: argparse.Namespace, ctx: CommandContext, sampl
         note(f"loading the Whisper {args.model} model ...")
     asr = _asr(args)
     pieces = asr.transcribe(samples, glossary=_glossary(args))
-    from meetmem.edge.agent import join_pieces
+    from meetmem.edge.transcript_text import join_pieces
 
     question = join_pieces(pieces)
     if not question:
