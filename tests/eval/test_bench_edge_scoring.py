@@ -111,7 +111,7 @@ def test_the_default_meeting_is_package_data_not_a_source_tree_path() -> None:
 def test_first_partial_words_split_into_the_audio_heard_and_the_wait_for_the_pass() -> None:
     """First words after spoken = the audio the agreeing pass had heard past the word (the policy's share) plus
     the time from that audio to the caption (the recogniser's share); later words count in `every` only."""
-    from meetmem.eval.bench.edge import partial_figures
+    from meetmem.eval.bench.edge_latency import partial_figures
 
     reference = [{"start": 0.0, "end": 2.0, "text": "alpha beta"}]  # words done at 1.0 and 2.0 s
     partials = [{"at": 2.5, "start": 0.0, "heard_until": 1.8, "text": "alpha", "new_words": 1},
@@ -127,7 +127,7 @@ def test_a_word_counts_when_it_was_first_shown_even_by_the_caption_before_a_cut(
     """The VAD cut an utterance at its length limit: the caption of the piece before had shown the words past
     the cut, so the next caption's first word counts from then, not from when the new caption shows it again;
     and each word counts once in `every`."""
-    from meetmem.eval.bench.edge import partial_figures
+    from meetmem.eval.bench.edge_latency import partial_figures
 
     reference = [{"start": 0.0, "end": 4.0, "text": "alpha beta gamma delta"}]  # done at 1, 2, 3 and 4 s
     partials = [{"at": 3.4, "start": 0.0, "heard_until": 3.3, "text": "alpha beta gamma", "new_words": 3},
