@@ -5,8 +5,8 @@ the log (triggers), and a replayed `(device_id, seq)` is ignored rather than rep
 form a hash chain in arrival order, so `verify` can show that nothing was altered behind the triggers'
 back. Indexes, summaries and the ledger are derived from this table and can always be rebuilt from it.
 
-A meeting's dump and load (`meetmem migrate`) are `store/dump.py`; the retention settings it keeps,
-`store/retention.py`.
+A meeting's dump and load (`meetmem migrate`) are `store/dump.py`; closing and deleting meetings (and the
+tombstones deletion leaves), `store/lifecycle.py`; the retention settings it keeps, `store/retention.py`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from .batch import plan_batch
 from .dump import MeetingDumps
 from .errors import ImmutableLog, MeetingDeleted, MeetingNotFound, SequenceError, StoreError
 from .interchange import check_id, check_segment_input
+from .lifecycle import MeetingLifecycle
 from .meeting_meta import MeetingMeta, meta_from_row, write_meta
 from .readers import ReaderPool
 from .receipts import Receipt, ReceiptKey
@@ -34,25 +34,21 @@ from .records import (
     GENESIS_HASH,
     AppendResult,
     ChainReport,
-    Closure,
     Segment,
     SegmentInput,
     segment_id_for,
+    utc_now,
 )
 from .retention import RetentionSettings
-from .rows import SEGMENT_COLUMNS, SEGMENT_SELECT, TOMBSTONE_COLUMNS, row_to_segment
+from .rows import SEGMENT_COLUMNS, SEGMENT_SELECT, row_to_segment
 from .schema import create_schema
-from .tombstones import Tombstone, check_tombstone, sign_tombstone
 from .verify import check_chain
 
 log = logging.getLogger(__name__)
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
-
-class TranscriptLog(MeetingDumps, RetentionSettings):
+class TranscriptLog(MeetingDumps, MeetingLifecycle, RetentionSettings):
     """The transcript log of one SQLite file.
 
     Safe to share between threads: writes are serialised by a lock and by SQLite's write lock
@@ -70,7 +66,7 @@ class TranscriptLog(MeetingDumps, RetentionSettings):
     def __init__(self, path: str | Path, *, max_bytes: int | None = None,
                  clock: Callable[[], str] | None = None) -> None:
         self.path = Path(path)
-        self._clock = clock or _now
+        self._clock = clock or utc_now
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
@@ -205,7 +201,7 @@ class TranscriptLog(MeetingDumps, RetentionSettings):
             raise MeetingDeleted(tenant, meeting_id, gone[0])
         conn.execute(
             "INSERT OR IGNORE INTO meetings (tenant, meeting_id, created_at) VALUES (?, ?, ?)",
-            (tenant, meeting_id, _now()),
+            (tenant, meeting_id, utc_now()),
         )
         ids = [segment_id_for(tenant, meeting_id, device_id, s.seq) for s in ordered]
         stored: dict[str, Segment] = {}
@@ -387,128 +383,6 @@ class TranscriptLog(MeetingDumps, RetentionSettings):
         rows = self.read("SELECT MIN(start) FROM segments WHERE tenant = ? AND meeting_id = ? AND device_id = ?",
                          (tenant, meeting_id, device_id))
         return float(rows[0][0]) if rows and rows[0][0] is not None else None
-
-    # -- meeting life -----------------------------------------------------------------------------------
-    def close_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "closed") -> Closure:
-        """Record that a meeting ended (explicitly or after a silence); closing a closed meeting is a no-op.
-
-        Raises:
-            MeetingNotFound: the tenant has no such meeting.
-        """
-        with self.transaction():
-            self.require_meeting(meeting_id, tenant=tenant)
-            current = self.closure(meeting_id, tenant=tenant)
-            if current is not None:
-                return current
-            through = self.last_chain_pos(meeting_id, tenant=tenant)
-            closed_at = _now()
-            self._conn.execute(
-                "INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (tenant, meeting_id, closed_at, reason, through),
-            )
-            return Closure(meeting_id, closed_at, reason, through)
-
-    def closure(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Closure | None:
-        """The closure in force: the latest one, if no segment arrived after it; else None (open)."""
-        rows = self.read(
-            "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = ? AND meeting_id = ? "
-            "ORDER BY through_pos DESC, rowid DESC LIMIT 1",
-            (tenant, meeting_id),
-        )
-        if not rows:
-            return None
-        closed_at, reason, through = rows[0]
-        if through < self.last_chain_pos(meeting_id, tenant=tenant):
-            return None
-        return Closure(meeting_id, closed_at, reason, through)
-
-    def open_meetings(self) -> list[tuple[str, str, str]]:
-        """`(tenant, meeting_id, received_at of its newest row)` of every meeting not closed."""
-        rows = self.read(
-            "SELECT m.tenant, m.meeting_id, (SELECT received_at FROM segments s WHERE s.tenant = m.tenant "
-            "AND s.meeting_id = m.meeting_id ORDER BY chain_pos DESC LIMIT 1) FROM meetings m"
-        )
-        return [(t, m, r or "") for t, m, r in rows if self.closure(m, tenant=t) is None]
-
-    # -- deletion: the one way rows leave the log -------------------------------------------------------
-    #: Derived tables keyed by (tenant, meeting_id), made by the modules that own them (each may be absent).
-    DERIVED_MEETING_TABLES = ("summary_sections", "meeting_digests", "ledger_items", "meeting_audio", "audio_policy",
-                              "speaker_names")
-
-    def delete_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "deleted",
-                       key: ReceiptKey) -> tuple[Tombstone, list[str]]:
-        """Delete a meeting: its segments, closures, head and metadata, and every row derived from it
-        (vectors, summaries, ledger, audio rows and policy), all in one transaction, leaving a tombstone
-        signed with `key` (store/tombstones.py; the schema allows the DELETEs only for a tombstoned meeting).
-
-        The audio files are not touched here: they go after the commit (`AudioStore.remove_files` with the
-        returned sha256s), since a file removed before a rolled-back transaction could not come back.
-
-        Returns:
-            the tombstone, and the sha256 of each audio file the meeting's rows named.
-
-        Raises:
-            MeetingNotFound: the tenant has no such meeting (a deleted one included).
-        """
-        check_id("meeting id", meeting_id)
-        check_id("tenant", tenant)
-        reason = " ".join(str(reason).split())[:200] or "deleted"
-        key_args = (tenant, meeting_id)
-        try:
-            with self.transaction():
-                conn = self._conn
-                found = conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", key_args)
-                if found.fetchone() is None:
-                    raise MeetingNotFound(tenant, meeting_id)
-                count = conn.execute("SELECT COUNT(*) FROM segments WHERE tenant = ? AND meeting_id = ?",
-                                     key_args).fetchone()[0]
-                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND "
-                                    "meeting_id = ?", key_args).fetchone()
-                head_pos, head_hash = (int(head[0]), str(head[1])) if head else (-1, GENESIS_HASH)
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                shas = ([r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM meeting_audio WHERE tenant = ? AND "
-                                                     "meeting_id = ?", key_args)]
-                        if "meeting_audio" in tables else [])
-                tombstone = sign_tombstone(key, tenant=tenant, meeting_id=meeting_id, deleted_at=_now(),
-                                           reason=reason, segments=int(count), head_pos=head_pos,
-                                           head_hash=head_hash)
-                t = tombstone
-                # The tombstone first: the schema's triggers refuse these DELETEs for a meeting without one.
-                conn.execute("INSERT INTO meeting_deletions (tenant, meeting_id, deleted_at, reason, segments, "
-                             "head_pos, head_hash, key_id, sig, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
-                              t.key_id, t.sig, t.version))
-                if "segment_vectors" in tables:
-                    conn.execute("DELETE FROM segment_vectors WHERE segment_id IN (SELECT segment_id FROM segments "
-                                 "WHERE tenant = ? AND meeting_id = ?)", key_args)
-                for table in self.DERIVED_MEETING_TABLES:
-                    if table in tables:
-                        conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key_args)
-                for table in ("segments", "meeting_closures", "meeting_heads", "meetings"):
-                    conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key_args)
-        except sqlite3.Error as exc:
-            raise StoreError(f"deleting meeting {meeting_id!r} failed, nothing was removed: {exc}") from exc
-        return tombstone, shas
-
-    def tombstone(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Tombstone | None:
-        """The meeting's tombstone, if it was deleted."""
-        rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
-                         (tenant, meeting_id))
-        return Tombstone(*rows[0]) if rows else None
-
-    def tombstones(self, *, tenant: str | None = None) -> list[Tombstone]:
-        """Every tombstone (of one tenant, or all), oldest deletion first."""
-        if tenant is None:
-            rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, rowid")
-        else:
-            rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? "
-                             "ORDER BY deleted_at, rowid", (tenant,))
-        return [Tombstone(*r) for r in rows]
-
-    def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:
-        """Raises `ReceiptError` unless `key` signed the tombstone as stored."""
-        check_tombstone(key, tombstone)
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 #: The tenant of a single-user install, and of every call that names none.
@@ -12,6 +13,11 @@ DEFAULT_TENANT = "local"
 
 #: The device id used for a file ingested by the CLI is this prefix plus the sha256 of the file's bytes.
 FILE_DEVICE_PREFIX = "file:"
+
+
+def utc_now() -> str:
+    """Now, UTC, ISO 8601 to the microsecond: the log's arrival, closing and deletion times."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True, slots=True)

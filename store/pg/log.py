@@ -13,15 +13,14 @@
   operator's listings, the reaper) say so with `'*'`, which reads every tenant and writes none.
 
 The pooled connections and the conversion of the driver's errors are `store/pg/connections.py`; a
-meeting's dump and load (`meetmem migrate`) are `store/pg/dump.py`; the retention settings,
-`store/pg/retention.py`.
+meeting's dump and load (`meetmem migrate`) are `store/pg/dump.py`; closing and deleting meetings,
+`store/pg/lifecycle.py`; the retention settings, `store/pg/retention.py`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from ..batch import plan_batch
@@ -40,24 +39,20 @@ from ..records import (
     GENESIS_HASH,
     AppendResult,
     ChainReport,
-    Closure,
     Segment,
     SegmentInput,
     segment_id_for,
+    utc_now,
 )
-from ..rows import SEGMENT_COLUMNS, SEGMENT_SELECT, TOMBSTONE_COLUMNS, row_to_segment
-from ..tombstones import Tombstone, check_tombstone, sign_tombstone
+from ..rows import SEGMENT_COLUMNS, SEGMENT_SELECT, row_to_segment
 from ..verify import check_chain
 from . import migrate
 from .connections import ALL_TENANTS, POOL_SIZE, PgConnections
 from .dump import PgMeetingDumps
+from .lifecycle import PgMeetingLifecycle
 from .retention import PgRetentionSettings
 
 log = logging.getLogger(__name__)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _check_text(segments: Sequence[SegmentInput]) -> None:
@@ -70,7 +65,7 @@ def _check_text(segments: Sequence[SegmentInput]) -> None:
                                      seq=item.seq)
 
 
-class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
+class PgTranscriptLog(PgConnections, PgMeetingDumps, PgMeetingLifecycle, PgRetentionSettings):
     """The transcript log in one PostgreSQL database, shared by any number of processes.
 
     Args:
@@ -86,7 +81,7 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
     def __init__(self, url: str, *, clock: Callable[[], str] | None = None, upgrade: bool = False,
                  pool_size: int = POOL_SIZE) -> None:
         super().__init__(url, pool_size=pool_size)
-        self._clock = clock or _now
+        self._clock = clock or utc_now
         if upgrade:
             migrate.upgrade(url)
         with self._session(ALL_TENANTS) as conn:
@@ -161,7 +156,7 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
         if gone is not None:
             raise MeetingDeleted(tenant, meeting_id, gone[0])
         conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES (%s, %s, %s) "
-                     "ON CONFLICT (tenant, meeting_id) DO NOTHING", (tenant, meeting_id, _now()))
+                     "ON CONFLICT (tenant, meeting_id) DO NOTHING", (tenant, meeting_id, utc_now()))
         ids = [segment_id_for(tenant, meeting_id, device_id, s.seq) for s in ordered]
         stored = {seg.segment_id: seg for seg in map(row_to_segment, conn.execute(
             f"SELECT {SEGMENT_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,)).fetchall())}
@@ -289,105 +284,6 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps, PgRetentionSettings):
         rows = self._rows("SELECT MIN(start) FROM segments WHERE tenant = %s AND meeting_id = %s AND device_id = %s",
                           (tenant, meeting_id, device_id), tenant=tenant)
         return float(rows[0][0]) if rows and rows[0][0] is not None else None
-
-    # -- meeting life -----------------------------------------------------------------------------------
-    def close_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "closed") -> Closure:
-        """Record that a meeting ended; closing a closed meeting is a no-op."""
-        with self._session(tenant) as conn:
-            self._lock_meeting(conn, tenant, meeting_id)
-            if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s",
-                            (tenant, meeting_id)).fetchone() is None:
-                gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
-                                    (tenant, meeting_id)).fetchone()
-                raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0] if gone else None)
-            current = self._closure(conn, tenant, meeting_id)
-            if current is not None:
-                return current
-            through = conn.execute("SELECT COALESCE(MAX(chain_pos), -1) FROM segments WHERE tenant = %s AND "
-                                   "meeting_id = %s", (tenant, meeting_id)).fetchone()[0]
-            closed_at = _now()
-            conn.execute("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
-                         "VALUES (%s, %s, %s, %s, %s)", (tenant, meeting_id, closed_at, reason, through))
-            return Closure(meeting_id, closed_at, reason, int(through))
-
-    @staticmethod
-    def _closure(conn: Any, tenant: str, meeting_id: str) -> Closure | None:
-        row = conn.execute(
-            "SELECT c.closed_at, c.reason, c.through_pos, (SELECT COALESCE(MAX(chain_pos), -1) FROM segments s "
-            "WHERE s.tenant = c.tenant AND s.meeting_id = c.meeting_id) FROM meeting_closures c "
-            "WHERE c.tenant = %s AND c.meeting_id = %s ORDER BY c.through_pos DESC, c.ord DESC LIMIT 1",
-            (tenant, meeting_id)).fetchone()
-        if row is None or row[2] < row[3]:
-            return None
-        return Closure(meeting_id, row[0], row[1], int(row[2]))
-
-    def closure(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Closure | None:
-        """The closure in force: the latest one, if no segment arrived after it; else None (open)."""
-        with self._session(tenant) as conn:
-            return self._closure(conn, tenant, meeting_id)
-
-    def open_meetings(self) -> list[tuple[str, str, str]]:
-        """`(tenant, meeting_id, received_at of its newest row)` of every meeting not closed."""
-        rows = self._rows(
-            "SELECT m.tenant, m.meeting_id, last.received_at FROM meetings m "
-            "LEFT JOIN LATERAL (SELECT received_at, chain_pos FROM segments s WHERE s.tenant = m.tenant AND "
-            "s.meeting_id = m.meeting_id ORDER BY chain_pos DESC LIMIT 1) last ON true "
-            "WHERE NOT EXISTS (SELECT 1 FROM meeting_closures c WHERE c.tenant = m.tenant AND "
-            "c.meeting_id = m.meeting_id AND c.through_pos >= COALESCE(last.chain_pos, -1)) "
-            "ORDER BY m.created_at, m.ord", tenant=ALL_TENANTS)
-        return [(t, m, r or "") for t, m, r in rows]
-
-    # -- deletion: the one way rows leave the log -------------------------------------------------------
-    def delete_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "deleted",
-                       key: ReceiptKey) -> tuple[Tombstone, list[str]]:
-        """Delete a meeting and everything derived from it, leaving a tombstone signed with `key`
-        (as `TranscriptLog.delete_meeting`; here through the schema's `meetmem_delete_meeting`)."""
-        check_id("meeting id", meeting_id)
-        check_id("tenant", tenant)
-        reason = " ".join(str(reason).split())[:200] or "deleted"
-        args = (tenant, meeting_id)
-        try:
-            with self._session(tenant) as conn:
-                self._lock_meeting(conn, tenant, meeting_id)
-                found = conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", args).fetchone()
-                if found is None:
-                    raise MeetingNotFound(tenant, meeting_id)
-                count = conn.execute("SELECT COUNT(*) FROM segments WHERE tenant = %s AND meeting_id = %s",
-                                     args).fetchone()[0]
-                head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = %s AND "
-                                    "meeting_id = %s", args).fetchone()
-                head_pos, head_hash = (int(head[0]), str(head[1])) if head else (-1, GENESIS_HASH)
-                # The audio's bytes are rows here (store/pg/audio.py): they go in this transaction, leaving no
-                # files to remove after it (SQLite returns the sha256 of each).
-                shas: list[str] = []
-                t = sign_tombstone(key, tenant=tenant, meeting_id=meeting_id, deleted_at=_now(), reason=reason,
-                                   segments=int(count), head_pos=head_pos, head_hash=head_hash)
-                conn.execute("SELECT meetmem_delete_meeting(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                             (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
-                              t.key_id, t.sig, t.version))
-        except MeetingNotFound:
-            raise
-        except StoreError as exc:
-            raise StoreError(f"deleting meeting {meeting_id!r} failed, nothing was removed: {exc}") from exc
-        return t, shas
-
-    def tombstone(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Tombstone | None:
-        rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s AND "
-                          "meeting_id = %s", (tenant, meeting_id), tenant=tenant)
-        return Tombstone(*rows[0]) if rows else None
-
-    def tombstones(self, *, tenant: str | None = None) -> list[Tombstone]:
-        """Every tombstone (of one tenant, or all), oldest deletion first."""
-        if tenant is None:
-            rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, ord",
-                              tenant=ALL_TENANTS)
-        else:
-            rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = %s "
-                              "ORDER BY deleted_at, ord", (tenant,), tenant=tenant)
-        return [Tombstone(*r) for r in rows]
-
-    def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:
-        check_tombstone(key, tombstone)
 
     # -- integrity --------------------------------------------------------------------------------------
     def head(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[int, str] | None:
