@@ -203,6 +203,7 @@ class CaptureAgent(PartialPasses):
                     self._sentence = None if place is None else (place.start_sample, place.end_sample)
                     if place is not None and self._sentence != offered_cut:
                         offered_cut = self._sentence
+                        status.sentence_places += 1
                         found.put(_Speculation(place, cut=True))
                     status.audio_time = (start_samples + vad.samples_seen) / SAMPLE_RATE
                 for utterance in vad.finish():
@@ -267,10 +268,13 @@ class CaptureAgent(PartialPasses):
                     pieces = self._speculated.get(key) or self._speculate(candidate, offset)
                     if cut:
                         words = join_pieces(pieces)
+                        status.sentence_places_decoded += 1
                         if ends_sentence(words):
                             self._cut_asked = candidate
                             self._cuts.put(candidate)  # the reader cuts there, unless the VAD has moved on
                         else:
+                            status.sentence_places_refused.append({"at_s": round(offset + candidate.end, 3),
+                                                                   "words": words[-40:]})
                             log.debug("no cut at %.2f s: the words go on (%r)", offset + candidate.end, words[-40:])
         self._finals_busy = False
 

@@ -133,6 +133,10 @@ class CaptureStatus:
     speculations: int = 0  # live: utterances transcribed before the VAD closed them (speculative finals)
     speculations_used: int = 0  # of which the VAD then closed exactly there, their words stored as decoded
     sentence_cuts: int = 0  # live: utterances cut at a short pause where their words ended a sentence
+    sentence_places: int = 0  # live: places to cut a long utterance the VAD offered (`live_sentence_after_s`)
+    sentence_places_decoded: int = 0  # of which transcribed (the rest were passed over for a newer place first)
+    #: Decoded places not cut, as their words went on: where (meeting seconds) and the last words heard.
+    sentence_places_refused: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def real_time_factor(self) -> float:

@@ -441,6 +441,11 @@ def test_live_speech_is_cut_where_its_words_end_a_sentence(base_asr: Any, make_s
     texts = [p.text for p in pieces]
     assert status.sentence_cuts >= 2 and len(pieces) == status.sentence_cuts + 1, texts
     assert status.speculations_used >= status.sentence_cuts  # each cut piece: the words decoded before the cut
+    # A place offered is decoded or passed over for a newer one; a decoded place is cut (unless the VAD moved on
+    # first) or refused.
+    assert status.sentence_places >= status.sentence_places_decoded \
+        >= status.sentence_cuts + len(status.sentence_places_refused)
+    assert all(not ends_sentence(r["words"]) for r in status.sentence_places_refused)
     for piece, following in zip(pieces, pieces[1:], strict=False):
         assert following.start == piece.end  # contiguous: no audio between the pieces
         assert piece.end - piece.start >= 3.0 and ends_sentence(piece.raw_text), texts
