@@ -121,7 +121,7 @@ class CaptureStatus:
     latencies: list[float] = field(default_factory=list)  # end of speech -> in the outbox (seconds, live only)
     recogniser_calls: int = 0
     language_detections: int = 0  # calls in which Whisper detected the language
-    merged: int = 0  # utterances stored with the one before, as Whisper ran them together in a packed call
+    merged: int = 0  # utterances stored joined to the one before, as Whisper ran them together in a packed call
     backlog_max: int = 0  # most utterances waiting for the recogniser at once (live only)
     backlog_max_s: float = 0.0  # and their seconds of speech
     degradations: list[dict[str, object]] = field(default_factory=list)  # steps taken under load, in order

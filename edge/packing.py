@@ -75,7 +75,7 @@ def transcribe_packed(utterances: list[Utterance], recognise: Callable[[np.ndarr
         joined from the first one's start to the last one's end (transcribing them again alone would cost a
         whole Whisper window each, and no utterance's words end up with another's times). Where such a join
         would span a place between `turns` (`spans_a_turn_boundary`), each of its utterances instead, with
-        None for pieces: to be recognised alone. And how many utterances Whisper ran into the one before.
+        None for pieces: to be recognised alone. And how many utterances are stored joined to the one before.
     """
     gap = np.zeros(int(PACK_GAP * SAMPLE_RATE), dtype=np.float32)
     parts: list[np.ndarray] = []
@@ -109,11 +109,9 @@ def transcribe_packed(utterances: list[Utterance], recognise: Callable[[np.ndarr
             groups[-1][1].extend(bucket)
         else:
             groups.append(([utterance], list(bucket)))
-    merged = len(utterances) - len(groups)
-    if merged:
-        log.debug("%d of %d packed utterances ran together; stored with the one before", merged, len(spans))
     # Piece times stay the packed call's: a segment's times are its utterances' (the VAD's, sample-exact).
     found: list[tuple[Utterance, list[TranscriptPiece] | None]] = []
+    merged = 0
     for members, bucket in groups:
         if len(members) == 1:
             found.append((members[0], sorted(bucket, key=lambda p: p.start)))
@@ -121,6 +119,9 @@ def transcribe_packed(utterances: list[Utterance], recognise: Callable[[np.ndarr
             found.extend((member, None) for member in members)
         else:
             found.append((joined_utterance(members), sorted(bucket, key=lambda p: p.start)))
+            merged += len(members) - 1
+    if merged:
+        log.debug("%d of %d packed utterances ran together; stored with the one before", merged, len(spans))
     return found, merged
 
 
