@@ -27,7 +27,7 @@ from .cleaning import FillerCleaner
 from .language import LanguagePolicy
 from .outbox import Outbox, OutboxSegment
 from .packing import pack_size, packed_seconds, transcribe_packed
-from .partial_passes import PartialPasses
+from .partial_passes import FinalsProgress, PartialPasses
 from .partials import Partial, PartialCaption
 from .speakers import SpeakerTracker
 from .transcript_text import ends_sentence, join_pieces
@@ -35,9 +35,6 @@ from .turns import TurnCutter
 from .vad import SAMPLE_RATE, Utterance, VADSegmenter
 
 log = logging.getLogger(__name__)
-
-
-
 
 
 def source_id(input_name: str) -> str:
@@ -53,9 +50,7 @@ def source_id(input_name: str) -> str:
     return f"file:{digest.hexdigest()}"
 
 
-
-
-class CaptureAgent(PartialPasses):
+class CaptureAgent:
     """Turns one input's audio into segments in the outbox.
 
     Args:
@@ -92,10 +87,10 @@ class CaptureAgent(PartialPasses):
         self.languages = LanguagePolicy(options.language, options.language_policy)
         self.speakers = speakers
         self.turns = TurnCutter(speakers) if speakers is not None else None
-        self._final_until = 0  # VAD samples: the end of the latest utterance handed to the recogniser
         self._live = False  # this run's input is live (or paced): `CaptureOptions.live_whole_window` applies
-        self._finals_busy = False  # the finals' thread is transcribing (or about to) a final or a speculation
-        self._init_partial_passes(asr, partials, on_partial)
+        self._finals = FinalsProgress()  # the finals' thread's progress, which the partial passes read
+        self.captions = None if partials is None else PartialPasses(partials, asr, self._finals, self.status,
+                                                                    self.languages, on_partial)
         # Speculative finals: the reader's current closing candidate and place to cut (start, end samples),
         # the words of those transcribed and not yet stored, and the cuts asked of the reader.
         self._closing: tuple[int, int] | None = None
@@ -166,7 +161,7 @@ class CaptureAgent(PartialPasses):
         so a queue does not grow by a whole Whisper window per utterance. Once a pause has lasted
         `speculate_after_ms`, the utterance it will close is transcribed before the VAD closes it, and stored
         the moment it does. With partial captions on, the utterance in progress is re-transcribed on a
-        thread of its own (`_partial_loop`): this thread never waits for a pass to start; with a recogniser that
+        thread of its own (`PartialPasses`): this thread never waits for a pass to start; with a recogniser that
         runs one call at a time, a final can wait for the one pass in flight. A place the VAD offers to cut a
         long utterance (`VADSegmenter.sentence_candidate`) is transcribed the same way, and the reader cuts
         there (`VADSegmenter.cut_at`) when this thread finds that its words end a sentence.
@@ -188,11 +183,9 @@ class CaptureAgent(PartialPasses):
                             found.put(piece)
                     for utterance in vad.feed(chunk):
                         found.put(utterance)
-                    if self.partials is not None:
+                    if self.captions is not None:
                         speaking = vad.in_progress()
-                        # One reference swap: read by the other thread.
-                        self._speaking = None if speaking is None else (*speaking, vad.trailing_silence_ms)
-                        self._heard_more.set()
+                        self.captions.heard(None if speaking is None else (*speaking, vad.trailing_silence_ms))
                     if speculate is not None:
                         candidate = vad.closing_candidate(speculate)
                         self._closing = None if candidate is None else (candidate.start_sample, candidate.end_sample)
@@ -215,14 +208,12 @@ class CaptureAgent(PartialPasses):
 
         reader = threading.Thread(target=read, name="meetmem-capture", daemon=True)
         reader.start()
-        captions = self._start_partials(offset)
+        stop_captions = self.captions.start(offset) if self.captions is not None else None
         try:
             self._transcribe_live(found, offset, source)
         finally:
-            if captions is not None:
-                captions[1].set()
-                self._heard_more.set()
-                captions[0].join()
+            if stop_captions is not None:
+                stop_captions()
         reader.join()
 
     def _transcribe_live(self, found: queue.Queue[Utterance | _Speculation | BaseException | None], offset: float,
@@ -232,9 +223,9 @@ class CaptureAgent(PartialPasses):
         ended = False
         pending: _Speculation | None = None  # the newest speculation not yet transcribed
         while not ended:
-            self._finals_busy = False
+            self._finals.busy = False
             items: list[Utterance | _Speculation | BaseException | None] = [found.get()]
-            self._finals_busy = True
+            self._finals.busy = True
             while True:
                 try:
                     items.append(found.get_nowait())
@@ -246,7 +237,7 @@ class CaptureAgent(PartialPasses):
             ended = any(item is None for item in items)
             self._note_backlog(backlog, ended)
             if backlog:
-                self._final_until = backlog[-1].end_sample
+                self._finals.until = backlog[-1].end_sample
             while backlog:
                 take = 1 if self._speculated_for(backlog[0]) else pack_size(backlog, self.options.pack_seconds)
                 self._flush(backlog[:take], offset, source)
@@ -261,7 +252,7 @@ class CaptureAgent(PartialPasses):
                 # Still the pause that will close it (the speaker has not gone on), or still a place to cut the
                 # utterance in progress, and not closed already, nor about to be cut earlier.
                 asked = self._cut_asked
-                if candidate.start_sample >= self._final_until and key == (self._sentence if cut else self._closing) \
+                if candidate.start_sample >= self._finals.until and key == (self._sentence if cut else self._closing) \
                         and (asked is None or candidate.start_sample != asked.start_sample):
                     # A place to cut at a pause of 300 ms or more is the closing candidate offered during it:
                     # its words may be decoded already.
@@ -276,7 +267,7 @@ class CaptureAgent(PartialPasses):
                             status.sentence_places_refused.append({"at_s": round(offset + candidate.end, 3),
                                                                    "words": words[-40:]})
                             log.debug("no cut at %.2f s: the words go on (%r)", offset + candidate.end, words[-40:])
-        self._finals_busy = False
+        self._finals.busy = False
 
     def _speculate(self, utterance: Utterance, offset: float) -> list[TranscriptPiece]:
         """Transcribe an utterance before the VAD closes or cuts it there (`CaptureOptions.speculate_after_ms`,
@@ -319,9 +310,8 @@ class CaptureAgent(PartialPasses):
             status.degradations.append({"step": "beam 1", "at_s": at, "backlog": len(backlog)})
             log.info("behind by %d utterances: greedy decoding from now on", len(backlog))
             return
-        stepped = self.partials.step_down() if self.partials is not None else None
+        stepped = self.captions.step_down() if self.captions is not None else None
         if stepped is not None:
-            self._partials_alongside = False
             status.degradations.append({"step": "partials: " + stepped, "at_s": at, "backlog": len(backlog)})
             log.info("behind by %d utterances: partial captions %s, only between finals", len(backlog), stepped)
 

@@ -1,11 +1,12 @@
-"""The partial captions' side of a live capture (`CaptureAgent` mixes this in): passes of a `PartialCaption`
-on the utterance in progress, on a thread of their own, beside the finals' thread.
+"""The partial captions' side of a live capture: passes of a `PartialCaption` on the utterance in progress, on
+a thread of their own, beside the finals' thread.
 
-The reader thread publishes the utterance in progress (`_speaking`) and wakes the passes (`_heard_more`); the
-finals' thread says when it is transcribing (`_finals_busy`) and how far the finals have reached
-(`_final_until`). A pass never holds the finals' thread: with the finals' own model (one call at a time) it
-starts only while no final is being transcribed, and a final waits for at most the pass in flight; with a
-model loaded apart, or one loaded for two calls at once, passes run alongside the finals.
+`CaptureAgent` owns one `PartialPasses` when partial captions are on. Its reader thread hands it the utterance
+in progress (`heard`), which wakes the passes; the finals' thread publishes in a `FinalsProgress` when it is
+transcribing and how far the finals have reached. A pass never holds the finals' thread: with the finals' own
+model (one call at a time) it starts only while no final is being transcribed, and a final waits for at most
+the pass in flight; with a model loaded apart, or one loaded for two calls at once, passes run alongside the
+finals.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,69 +40,105 @@ PARTIAL_DUTY = 0.5
 PARTIAL_QUIET_MS = 240
 
 
+@dataclass(slots=True)
+class FinalsProgress:
+    """Where the finals' thread is, as the partial passes read it (that thread alone writes it).
+
+    Attributes:
+        until: VAD samples: the end of the latest utterance handed to the recogniser (a pass on audio before
+            it would caption speech whose final is already coming).
+        busy: transcribing, or about to, a final or a speculative one.
+    """
+
+    until: int = 0
+    busy: bool = False
+
+
 class PartialPasses:
-    """Partial-caption passes for a capture (a mixin of `CaptureAgent`, which owns the state they read)."""
+    """Partial-caption passes for one live capture.
 
-    status: CaptureStatus
-    languages: LanguagePolicy
-    _final_until: int
-    _finals_busy: bool
+    Args:
+        caption: the policy, with its recogniser.
+        finals_asr: the finals' recogniser: passes run alongside the finals unless the caption's recogniser
+            is that same loaded model with one call at a time.
+        finals: the finals' thread's progress.
+        status: the capture's status, where passes are counted.
+        languages: the finals' language policy (a caption with no language of its own takes the detected one).
+        on_partial: called with each caption that confirmed new words (times in meeting seconds).
+    """
 
-    def _init_partial_passes(self, asr: ASR, partials: PartialCaption | None,
-                             on_partial: Callable[[Partial], None] | None) -> None:
-        self.partials = partials
+    def __init__(self, caption: PartialCaption, finals_asr: ASR, finals: FinalsProgress, status: CaptureStatus,
+                 languages: LanguagePolicy, on_partial: Callable[[Partial], None] | None) -> None:
+        self.caption = caption
+        self.finals = finals
+        self.status = status
+        self.languages = languages
         self.on_partial = on_partial
-        # The utterance in progress (reader thread's): its first sample, its audio, its trailing silence (ms).
-        self._speaking: tuple[int, np.ndarray, int] | None = None
-        self._partial_rest_until = 0.0  # monotonic time before which no partial pass starts (PARTIAL_DUTY)
-        self._heard_more = threading.Event()  # the reader's word to the partials' thread: new audio
-        # Passes alongside the finals: the partials' recogniser is a model loaded apart from the finals' (a
-        # smaller one, on threads of its own), or runs two calls at once; off after the step down.
-        self._partials_alongside = partials is not None and (
-            getattr(partials.asr, "parallel_calls", 1) > 1 or not asr.shares_model(partials.asr))
+        # The utterance in progress (the reader's): its first sample, its audio, its trailing silence (ms).
+        self.speaking: tuple[int, np.ndarray, int] | None = None
+        self.alongside = getattr(caption.asr, "parallel_calls", 1) > 1 or not finals_asr.shares_model(caption.asr)
+        self._rest_until = 0.0  # monotonic time before which no pass starts (PARTIAL_DUTY)
+        self._heard_more = threading.Event()
 
-    def _start_partials(self, offset: float) -> tuple[threading.Thread, threading.Event] | None:
-        """The partial captions' thread (`_partial_loop`), started; None without partial captions."""
-        if self.partials is None:
-            return None
+    def heard(self, speaking: tuple[int, np.ndarray, int] | None) -> None:
+        """The reader's word: the utterance in progress now (None in a pause). Wakes the passes."""
+        self.speaking = speaking  # one reference swap, read by the passes' thread
+        self._heard_more.set()
+
+    def step_down(self) -> str | None:
+        """The capture's last degradation step (`PartialCaption.step_down`); from then on no pass runs
+        alongside a final. Returns what was done (None: it had been done already)."""
+        stepped = self.caption.step_down()
+        if stepped is not None:
+            self.alongside = False
+        return stepped
+
+    def start(self, offset: float) -> Callable[[], None]:
+        """Start the passes' thread; returns what stops it and waits for the pass in flight."""
         stop = threading.Event()
-        thread = threading.Thread(target=self._partial_loop, args=(offset, stop), name="meetmem-partial-passes",
-                                  daemon=True)
+        thread = threading.Thread(target=self._loop, args=(offset, stop), name="meetmem-partial-passes", daemon=True)
         thread.start()
-        return thread, stop
 
-    def _partial_loop(self, offset: float, stop: threading.Event) -> None:
-        """Partial passes as audio comes, until `stop`. A pass that raises is logged and counted; the capture
-        goes on (the final segment still comes)."""
+        def stopped() -> None:
+            stop.set()
+            self._heard_more.set()
+            thread.join()
+
+        return stopped
+
+    def _loop(self, offset: float, stop: threading.Event) -> None:
+        """Passes as audio comes, until `stop`. A pass that raises is logged and counted; the capture goes on
+        (the final segment still comes)."""
         while not stop.is_set():
             self._heard_more.wait(timeout=0.1)
             self._heard_more.clear()
-            rest = self._partial_rest_until - time.monotonic()
+            rest = self._rest_until - time.monotonic()
             if rest > 0:
                 stop.wait(rest)
                 continue
             try:
-                self._partial_pass(offset)
+                self.one_pass(offset)
             except Exception:
                 self.status.partial_errors += 1
                 log.warning("a partial-caption pass failed", exc_info=True)
 
-    def _partial_pass(self, offset: float) -> None:
-        """One partial-caption pass on the utterance in progress, when one is due."""
-        speaking = self._speaking
-        if self.partials is None or speaking is None or speaking[0] < self._final_until:
+    def one_pass(self, offset: float) -> None:
+        """One pass on the utterance in progress, when one is due."""
+        speaking = self.speaking
+        if speaking is None or speaking[0] < self.finals.until:
             return
-        if time.monotonic() < self._partial_rest_until or speaking[2] >= PARTIAL_QUIET_MS:
+        if time.monotonic() < self._rest_until or speaking[2] >= PARTIAL_QUIET_MS:
             return
-        alongside = self._finals_busy
-        if alongside and not self._partials_alongside:
+        alongside = self.finals.busy
+        if alongside and not self.alongside:
             return  # one call at a time: the final first
         start, audio, _ = speaking
-        if self.partials.language is None and self.languages.language is not None:
-            self.partials.language = self.languages.language  # the finals' detected language
-        self.partials.insert_audio_chunk(start, audio)
+        caption = self.caption
+        if caption.language is None and self.languages.language is not None:
+            caption.language = self.languages.language  # the finals' detected language
+        caption.insert_audio_chunk(start, audio)
         began = time.perf_counter()
-        partial = self.partials.process_iter()
+        partial = caption.process_iter()
         if partial is None:
             return
         took = time.perf_counter() - began
@@ -109,8 +147,8 @@ class PartialPasses:
         self.status.partial_time += took
         # Until the first words are confirmed, the pass that may confirm them follows at once (on the first two
         # passes of an utterance: a third means Whisper's guesses differ, and the rest applies again).
-        if partial.text or self.partials.utterance_passes > 2:
-            self._partial_rest_until = time.monotonic() + took * (1 / PARTIAL_DUTY - 1)
+        if partial.text or caption.utterance_passes > 2:
+            self._rest_until = time.monotonic() + took * (1 / PARTIAL_DUTY - 1)
         if partial.new_words and self.on_partial is not None:
             self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
                                                 heard_until=round(offset + partial.heard_until, 3)))

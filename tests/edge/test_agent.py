@@ -164,11 +164,12 @@ def test_no_partial_pass_starts_once_the_speaker_has_paused(tiny_asr: Any, make_
         agent = CaptureAgent(tiny_asr, outbox, CaptureOptions(meeting_id="m", language="en"),
                              partials=PartialCaption(tiny_asr.with_options(audio_context_s=AUDIO_CONTEXT_S),
                                                      PartialOptions(cadence_s=0.4), language="en"))
-        agent._speaking = (0, speech.samples, PARTIAL_QUIET_MS)  # what the reader thread publishes
-        agent._partial_pass(0.0)
+        assert agent.captions is not None
+        agent.captions.heard((0, speech.samples, PARTIAL_QUIET_MS))  # what the reader thread publishes
+        agent.captions.one_pass(0.0)
         assert agent.status.partial_passes == 0
-        agent._speaking = (0, speech.samples, PARTIAL_QUIET_MS - 30)
-        agent._partial_pass(0.0)
+        agent.captions.heard((0, speech.samples, PARTIAL_QUIET_MS - 30))
+        agent.captions.one_pass(0.0)
         assert agent.status.partial_passes == 1
 
 
@@ -205,12 +206,12 @@ def test_the_last_degradation_step_makes_partial_captions_cheaper_and_reports_it
         caption = PartialCaption(two_calls, PartialOptions(cadence_s=0.4, first_cadence_s=0.2), smaller=smaller)
         with Outbox(tmp_path / f"{step}.db") as outbox:
             agent = CaptureAgent(two_calls, outbox, CaptureOptions(meeting_id="m"), partials=caption)
-            assert agent._partials_alongside
+            assert agent.captions is not None and agent.captions.alongside
             agent.languages.observe(None, "en", 0.0, -0.2)
             for _ in range(3):
                 agent._note_backlog(waiting, ended=False)
         assert [d["step"] for d in agent.status.degradations] == ["language fixed", step]
-        assert agent.status.degradations[-1]["backlog"] == 2 and not agent._partials_alongside
+        assert agent.status.degradations[-1]["backlog"] == 2 and not agent.captions.alongside
         if smaller is None:
             assert caption.asr is two_calls
             assert (caption.options.cadence_s, caption.options.first_cadence_s) == (0.8, 0.4)
@@ -229,7 +230,7 @@ def test_partials_take_turns_with_the_finals_only_on_the_finals_own_model(tiny_a
                                          (tiny_asr, False))):
         with Outbox(tmp_path / f"{n}.db") as outbox:
             agent = CaptureAgent(tiny_asr, outbox, CaptureOptions(meeting_id="m"), partials=PartialCaption(by))
-            assert agent._partials_alongside is alongside, n
+            assert agent.captions is not None and agent.captions.alongside is alongside, n
 
 
 def _live_capture(asr: Any, samples: np.ndarray, outbox_path: Path, **options: Any) -> tuple[Any, list[Any]]:
