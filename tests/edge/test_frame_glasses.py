@@ -239,7 +239,9 @@ def test_capture_from_the_glasses_fills_the_outbox_and_captions_the_display(tiny
         segments = outbox.pending(100)
     assert status.segments == len(segments) == 1
     words = segments[0].text.lower()
-    assert "budget" in words and "4,500" in words
+    # The sentence's amount and date come through the 8 kHz microphone. Not "budget": on a CPU with VNNI int8
+    # kernels tiny.en hears it there as "mug", on one without as "budget".
+    assert "4,500" in words and "march 12" in words, words
     assert abs(status.audio_time - len(speech) / 16000) < 0.05
     shown = " ".join(line.text for line in sim.screens[-1])
     assert shown == " ".join(caption_screen(segments[0].text)) and "March" in shown

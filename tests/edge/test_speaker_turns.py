@@ -144,7 +144,8 @@ def test_the_agent_stores_two_segments_with_their_own_labels_and_words(
     stored, status = capture(speakers.SpeakerTracker(encoder, OPTIONS), "voices")
     assert [s.speaker for s in stored] == ["S1", "S2", "S1", "S2"], [(s.speaker, s.text) for s in stored]
     assert status.speaker_turns_split == 1
-    for seg, (start, end), key in zip(stored, spans, ("alumin", "budget", "supplier", "alumin"), strict=True):
+    # A word of each sentence that tiny.en hears on every CPU (with VNNI int8 kernels it hears "budget" as "moment").
+    for seg, (start, end), key in zip(stored, spans, ("alumin", "pilot", "supplier", "alumin"), strict=True):
         assert seg.start <= start + 0.1 and seg.end >= end - 0.1, (seg.start, seg.end, start, end)
         assert key in seg.text.lower(), seg.text
     assert "supplier" not in stored[3].text.lower() and "alumin" not in stored[2].text.lower()
