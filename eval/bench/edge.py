@@ -44,8 +44,7 @@ from ..harness import (
     tokens,
     versions,
 )
-from .edge_latency import latency_figures
-from .edge_latency import segments_text as _text
+from .edge_latency import latency_figures, segments_text
 from .edge_process import Cloud, create_token, run_edge
 from .serve_process import ServeBenchError, free_port
 
@@ -101,8 +100,8 @@ def speed_config(result: dict[str, Any], job: dict[str, Any], reference: str) ->
                    "utterances packed into windows of up to 24 s (edge run on a file)",
         "utterances": len(item["segments"]) + item["dropped"], "recogniser_calls": item["recogniser_calls"],
         "segments": len(item["segments"]), "dropped": item["dropped"],
-        "wer": error_rate(reference, _text(item["segments"]))["rate"],
-        "wer_raw": error_rate(reference, _text(item["segments"], "raw_text"))["rate"],
+        "wer": error_rate(reference, segments_text(item["segments"]))["rate"],
+        "wer_raw": error_rate(reference, segments_text(item["segments"], "raw_text"))["rate"],
         "load_s": result["load_s"], "peak_rss_mb": result["peak_rss_mb"],
         "rss_after_load_mb": result["rss_after_load_mb"],
         "pinned_cpus": result["pinned_cpus"], "heavy_modules_loaded": result["heavy_modules_loaded"],
@@ -281,7 +280,7 @@ def clips_part(ctx: Any, data: Path | None) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for clip, item in zip(clips, result["inputs"], strict=True):
         unit = "char" if clip["language"] == "zh" else "word"
-        hyp, raw = _text(item["segments"]), _text(item["segments"], "raw_text")
+        hyp, raw = segments_text(item["segments"]), segments_text(item["segments"], "raw_text")
         reference = clip["reference"]
         if unit == "char":
             reference, hyp, raw = simplified(reference), simplified(hyp), simplified(raw)
@@ -305,13 +304,13 @@ def clips_part(ctx: Any, data: Path | None) -> dict[str, Any]:
 
 def glossary_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]],
                   terms: list[str]) -> dict[str, Any]:
-    text = _text(reference)
+    text = segments_text(reference)
     runs: dict[str, Any] = {}
     for name, glossary in (("without", []), ("with", terms)):
         _note(ctx, f"glossary: base beam 1 on 2 threads, {name} the glossary ...")
         item = run_edge({"model": "base", "beam": 1, "threads": 2, "glossary": glossary,
                          "inputs": [{"path": str(audio), "meeting": "glossary", "seconds": cut}]})["inputs"][0]
-        hyp = _text(item["segments"])
+        hyp = segments_text(item["segments"])
         runs[name] = {"wer": error_rate(text, hyp)["rate"], "terms": term_hits(text, hyp, terms),
                       "rtf": round(item["wall_s"] / item["audio_s"], 4)}
     return {"glossary": terms,
@@ -333,7 +332,7 @@ def library_part(ctx: Any, audio: Path, reference: list[dict[str, Any]], data: P
         inputs.append({"path": str(data / clip["file"]), "meeting": f"clip-{n}"})  # type: ignore[operator]
         references.append(clip["reference"])
     inputs.append({"path": str(audio), "meeting": "meeting"})
-    references.append(_text(reference))
+    references.append(segments_text(reference))
     models = ("base",) if quick else ("tiny.en", "base")
     rounds = 1 if quick else 2
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {m: {"edge": [], "plain": []} for m in models}
@@ -367,12 +366,13 @@ def library_part(ctx: Any, audio: Path, reference: list[dict[str, Any]], data: P
 def _library_run(result: dict[str, Any], references: list[str]) -> dict[str, Any]:
     items = result["inputs"]
     wall, audio_s = sum(i["wall_s"] for i in items), sum(i["audio_s"] for i in items)
-    clip_scores = [error_rate(ref, _text(i["segments"])) for ref, i in zip(references[:-1], items[:-1], strict=True)]
+    clip_scores = [error_rate(ref, segments_text(i["segments"]))
+                   for ref, i in zip(references[:-1], items[:-1], strict=True)]
     cpu = sum(i["cpu_s"] for i in items)
     return {"wall_s": round(wall, 2), "audio_s": round(audio_s, 2), "rtf": round(wall / audio_s, 4),
             "cpu_s": round(cpu, 2), "cpu_per_audio_s": round(cpu / audio_s, 4),
             "meeting_rtf": round(items[-1]["wall_s"] / items[-1]["audio_s"], 4),
-            "meeting_wer": error_rate(references[-1], _text(items[-1]["segments"]))["rate"],
+            "meeting_wer": error_rate(references[-1], segments_text(items[-1]["segments"]))["rate"],
             "clips_wer": pooled(clip_scores)["rate"] if clip_scores else None,
             # plain faster-whisper detects once per file (a multilingual model, no language given)
             "language_detections": sum(i["language_detections"] for i in items) if "language_detections" in items[0]
@@ -433,7 +433,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         "code": dict(zip(("git_head", "modified"), checkout(["edge", "eval/bench/edge.py", "eval/bench/edge_process.py",
                                                             "eval/bench/edge_budget.py"]), strict=True)),
         "config": {"audio": str(audio), "reference": str(transcript), "audio_cut_s": cut, "quick": args.quick,
-                   "reference_segments": len(reference), "reference_words": len(tokens(_text(reference), "word")),
+                   "reference_segments": len(reference),
+                   "reference_words": len(tokens(segments_text(reference), "word")),
                    "compute_type": "int8", "vad": "edge defaults (webrtcvad 2, 30 ms frames, 600 ms silence)",
                    "rtf": "wall seconds of the capture (decode, VAD, Whisper, cleaning, outbox) / seconds of audio",
                    "wer": "Levenshtein on words after casefold, punctuation removed; cleaned text (wer) and the "
@@ -447,7 +448,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                              "answer received (before the outbox delete); percentiles nearest-rank"},
     }
     if "speed" in parts:
-        report["speed"] = speed(ctx, args, audio, cut, _text(reference))
+        report["speed"] = speed(ctx, args, audio, cut, segments_text(reference))
     if "latency" in parts:
         report["latency"] = latency_part(ctx, audio, cut, reference, chunks=(1.0,) if args.quick else (1.0, 0.1),
                                          continuous=not args.quick,
