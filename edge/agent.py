@@ -237,7 +237,7 @@ class CaptureAgent:
             ended = any(item is None for item in items)
             self._note_backlog(backlog, ended)
             if backlog:
-                self._finals.until = backlog[-1].end_sample
+                self._finals.hand_over(backlog[-1].end_sample)
             while backlog:
                 take = 1 if self._speculated_for(backlog[0]) else pack_size(backlog, self.options.pack_seconds)
                 self._flush(backlog[:take], offset, source)

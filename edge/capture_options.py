@@ -129,6 +129,7 @@ class CaptureStatus:
     partial_time: float = 0.0  # seconds spent in them
     partial_passes_alongside: int = 0  # of which began while a final was being transcribed
     partial_errors: int = 0  # passes that raised (logged; a failed pass never stops the capture)
+    partials_superseded: int = 0  # captions not shown: their utterance's final was due before they were
     speaker_turns_split: int = 0  # utterances cut in two (or more) where the voice changed inside them
     speculations: int = 0  # live: utterances transcribed before the VAD closed them (speculative finals)
     speculations_used: int = 0  # of which the VAD then closed exactly there, their words stored as decoded

@@ -46,12 +46,20 @@ class FinalsProgress:
 
     Attributes:
         until: VAD samples: the end of the latest utterance handed to the recogniser (a pass on audio before
-            it would caption speech whose final is already coming).
+            it would caption speech whose final is already coming). Written through `hand_over`.
         busy: transcribing, or about to, a final or a speculative one.
+        handing: held while `until` moves, and while a partial caption is delivered: a caption checked against
+            `until` under it is delivered before the final that supersedes it, or not at all.
     """
 
     until: int = 0
     busy: bool = False
+    handing: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def hand_over(self, until: int) -> None:
+        """The finals' thread hands the recogniser the utterances up to `until` (VAD samples)."""
+        with self.handing:
+            self.until = until
 
 
 class PartialPasses:
@@ -150,5 +158,11 @@ class PartialPasses:
         if partial.text or caption.utterance_passes > 2:
             self._rest_until = time.monotonic() + took * (1 / PARTIAL_DUTY - 1)
         if partial.new_words and self.on_partial is not None:
-            self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
-                                                heard_until=round(offset + partial.heard_until, 3)))
+            with self.finals.handing:
+                if start < self.finals.until:
+                    # The utterance ended during the pass and its final is coming, or has come: a caption now
+                    # would show the partial words again after the final had replaced them.
+                    self.status.partials_superseded += 1
+                    return
+                self.on_partial(dataclasses.replace(partial, start=round(offset + partial.start, 3),
+                                                    heard_until=round(offset + partial.heard_until, 3)))

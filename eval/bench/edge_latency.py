@@ -117,6 +117,8 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
         "partial_captions": len(item["partials"] or []), "partial_passes": item["partial_passes"],
         "partial_passes_alongside_a_final": item.get("partial_passes_alongside"),
         "partial_errors": item.get("partial_errors"),
+        # captions a pass confirmed after its utterance's final was due: kept off the HUD, never after the final
+        "partials_superseded": item.get("partials_superseded"),
         "partial_recogniser_s": item["partial_s"],
         "speculative_finals": item.get("speculations"), "speculative_finals_used": item.get("speculations_used"),
         "sentence_cuts": item.get("sentence_cuts"),

@@ -295,7 +295,7 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "backlog_max": status.backlog_max, "backlog_max_s": status.backlog_max_s,
         "degradations": status.degradations, "partials": partials, "partial_passes": status.partial_passes,
         "partial_s": round(status.partial_time, 3), "partial_passes_alongside": status.partial_passes_alongside,
-        "partial_errors": status.partial_errors,
+        "partial_errors": status.partial_errors, "partials_superseded": status.partials_superseded,
         "speculations": status.speculations, "speculations_used": status.speculations_used,
         "sentence_cuts": status.sentence_cuts, "sentence_places": status.sentence_places,
         "sentence_places_decoded": status.sentence_places_decoded,

@@ -173,6 +173,44 @@ def test_no_partial_pass_starts_once_the_speaker_has_paused(tiny_asr: Any, make_
         assert agent.status.partial_passes == 1
 
 
+def test_a_caption_whose_utterance_ends_during_its_pass_never_follows_the_final(tiny_asr: Any,
+                                                                               make_speech: Callable[..., Any],
+                                                                               tmp_path: Path) -> None:
+    """The HUD must never show partial words again after the final replaced them: a pass whose utterance is
+    handed to the finals' recogniser while it runs keeps its caption to itself, and counts it."""
+    from meetmem.edge.partials import AUDIO_CONTEXT_S, PartialCaption, PartialOptions
+
+    speech = make_speech("The supplier wants the final order by Friday morning, and the invoice next week.")
+    shown: list[Any] = []
+    with Outbox(tmp_path / "o.db") as outbox:
+        agent = CaptureAgent(tiny_asr, outbox, CaptureOptions(meeting_id="m", language="en"),
+                             partials=PartialCaption(tiny_asr.with_options(audio_context_s=AUDIO_CONTEXT_S),
+                                                     PartialOptions(cadence_s=0.4), language="en"),
+                             on_partial=shown.append)
+        captions = agent.captions
+        assert captions is not None
+        third = len(speech.samples) // 3
+        for heard in (third, 2 * third):  # two passes agree on the first words: shown
+            captions.heard((0, speech.samples[:heard], 0))
+            captions._rest_until = 0.0
+            captions.one_pass(0.0)
+        assert shown and captions.caption.utterance_passes == 2
+        real_pass = captions.caption.process_iter
+        kept: list[Any] = []
+
+        def utterance_ends_meanwhile() -> Any:
+            kept.append(real_pass())
+            agent._finals.hand_over(len(speech.samples))  # what the finals' thread does when the VAD closes it
+            return kept[-1]
+
+        captions.caption.process_iter = utterance_ends_meanwhile  # type: ignore[method-assign]
+        captions.heard((0, speech.samples, 0))
+        captions._rest_until = 0.0
+        captions.one_pass(0.0)
+    assert agent.status.partial_passes == 3 and kept[0].new_words > 0  # words that would have been shown
+    assert len(shown) == 1 and agent.status.partials_superseded == 1
+
+
 def test_falling_behind_takes_the_degradation_steps_in_order_and_reports_them(tmp_path: Path) -> None:
     from meetmem.edge.asr import ASROptions, WhisperASR
     from meetmem.edge.vad import Utterance
