@@ -50,6 +50,9 @@ def voice_api(make_api: Any, sample_device_and_segments: tuple[str, list[Segment
     body = {"device_id": device_id, "segments": [{k: v for k, v in asdict(s).items() if v is not None}
                                                  for s in segments]}
     assert api.client.post(f"/v1/meetings/{MEETING}/segments", json=body, headers=api.headers(token)).status_code == 200
+    # Both questions see the meeting indexed alike: until the background indexer has embedded the new rows they
+    # rank by keywords alone, and a question asked meanwhile may cite other segments than one asked after.
+    assert api.service.scheduler.indexer.wait_idle(120) and api.service.scheduler.summaries.wait_idle(120)
     return api, api.headers(token)
 
 
