@@ -26,491 +26,38 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from ..harness.der import diarization_error
+from .speaker_meetings import (
+    SR,
+    Meeting,
+    demo_lines,
+    demo_meeting,
+    generated_meetings,
+    mixed_meeting,
+    rapid_meetings,
+    rttm_meetings,
+)
+from .speaker_scoring import (
+    CUT_TOLERANCE_S,
+    ONE_THRESHOLD_RULE,
+    SINGLE_CUT,
+    Cutting,
+    edge_cutting,
+    embed_meeting,
+    score,
+    summary,
+    wearer_check,
+)
 
-from ..harness.der import Turn, diarization_error
-
-SR = 16000
-#: espeak-ng voices for the generated meetings: none of the demo meeting's four (en-us+f3, en-gb+m3, en-us+m7,
-#: en-gb+f4), so the demo stays held out.
-GENERATED_VOICES = (("en-us", 50, 160), ("en+f2", 60, 165), ("en+Andy", 40, 155), ("en-us+klatt", 50, 150),
-                    ("en+Tweaky", 55, 160), ("en+f4", 75, 170), ("en+croak", 35, 150))
-MIXED_VOICES = (("en+f2", 60, 165), ("en+Andy", 40, 155))
-REAL_CLIPS = ("en/jfk.wav", "en/librispeech-1995-1837-0001.wav", "en/ljspeech-LJ050-0131.wav",
-              "en/fleurs-en_us-test-000.ogg")
-ENROLL_LINES = ("I usually take the early train, so I can be at my desk before eight.",
-                "Could you send me the numbers when you have them, and I will go through them tonight.")
 DEFAULT_THRESHOLDS = (0.70, 0.75, 0.80, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94)
-
-
-@dataclass
-class Meeting:
-    name: str
-    samples: np.ndarray  # int16
-    reference: list[Turn]
-    kind: str
-
-    @property
-    def seconds(self) -> float:
-        return len(self.samples) / SR
-
-
-@dataclass(frozen=True)
-class Cutting:
-    """How utterances are cut where the voice changes inside them (`edge.speaker_turns.speaker_turns`)."""
-
-    change: float
-    short: float | None
-    max_turns: int
-    candidates: int
-
-    def public(self) -> dict[str, Any]:
-        return {"change_threshold": self.change, "short_change_threshold": self.short,
-                "max_turns": self.max_turns, "candidates": self.candidates}
-
-
-def edge_cutting(change: float | None = None, short: float | None = -1.0) -> Cutting:
-    """The edge's cutting today (`edge.speaker_turns` defaults), a threshold changed where given."""
-    from meetmem.edge import speaker_turns as sp
-
-    return Cutting(sp.CHANGE_THRESHOLD if change is None else change,
-                   sp.SHORT_CHANGE_THRESHOLD if short == -1.0 else short, sp.MAX_TURNS, sp.CHANGE_CANDIDATES)
-
-
-#: The cut before more than one cut per utterance: once at most, both sides 1.6 s or more, 3 pauses tried.
-SINGLE_CUT = Cutting(0.8, None, 2, 3)
-
-
-@dataclass
-class Embedded:
-    """The edge's utterances of a meeting, each with its embedding."""
-
-    meeting: Meeting
-    spans: list[tuple[float, float]]
-    embeddings: list[np.ndarray]
-    cpu_seconds: float
-    #: With a change threshold: each utterance's start (s) and its candidate turns, which the tracker joins
-    #: again where their labels would be the same (`SpeakerTracker.merge_same`); `spans` are then unused.
-    turns: list[tuple[float, list[Any]]] | None = None
-
-
-# -- meetings ---------------------------------------------------------------------------------------------
-
-def _render(text: str, voice: tuple[str, int, int], workdir: Path, index: int) -> np.ndarray:
-    from ..sample_meeting import Utterance, Voice, render_utterance
-
-    speech = render_utterance(Utterance("x", text), index, workdir, Voice(*voice))
-    return np.frombuffer(speech.tobytes(), dtype=np.int16).copy()
-
-
-def _join(turns: Sequence[tuple[str, np.ndarray]], rng: random.Random, name: str, kind: str,
-          pause: tuple[float, float] = (0.3, 1.2)) -> Meeting:
-    parts = [np.zeros(int(0.5 * SR), dtype=np.int16)]
-    at = len(parts[0])
-    reference: list[Turn] = []
-    for i, (who, speech) in enumerate(turns):
-        if i:
-            gap = np.zeros(int(rng.uniform(*pause) * SR), dtype=np.int16)
-            parts.append(gap)
-            at += len(gap)
-        reference.append((at / SR, (at + len(speech)) / SR, who))
-        parts.append(speech)
-        at += len(speech)
-    parts.append(np.zeros(int(0.5 * SR), dtype=np.int16))
-    return Meeting(name, np.concatenate(parts), reference, kind)
-
-
-def _order(pool: dict[str, list[np.ndarray]], rng: random.Random) -> list[tuple[str, np.ndarray]]:
-    """Every piece once, shuffled so that no speaker talks twice in a row where it can be avoided."""
-    left = {who: list(pieces) for who, pieces in pool.items()}
-    out: list[tuple[str, np.ndarray]] = []
-    last = None
-    while any(left.values()):
-        choices = [w for w, p in left.items() if p and w != last] or [w for w, p in left.items() if p]
-        weights = [len(left[w]) for w in choices]
-        who = rng.choices(choices, weights)[0]
-        out.append((who, left[who].pop(0)))
-        last = who
-    return out
-
-
-def generated_meetings(count: int, seed: int, workdir: Path) -> list[Meeting]:
-    from ..sample_meeting import MEETING
-
-    lines = [u.text for u in MEETING]
-    meetings = []
-    for m in range(count):
-        rng = random.Random(seed + m)
-        n = 2 + m % 4  # 2, 3, 4, 5 speakers
-        voices = rng.sample(GENERATED_VOICES, n)
-        turns: list[tuple[str, np.ndarray]] = []
-        last = None
-        for t in range(14 + 2 * n):
-            who = rng.choice([v for v in range(n) if v != last])
-            last = who
-            turns.append((f"spk{who}", _render(rng.choice(lines), voices[who], workdir, t)))
-        meetings.append(_join(turns, rng, f"generated-{m + 1}-{n}spk", "generated"))
-    return meetings
-
-
-def _demo_lines() -> list[str]:
-    from importlib.resources import files
-
-    return (files("meetmem.demo_data") / "sample_meeting.jsonl").read_text().splitlines()
-
-
-def demo_meeting() -> Meeting:
-    from importlib.resources import files
-
-    from meetmem.edge.audio import decode_file
-
-    folder = files("meetmem.demo_data")
-    samples = (decode_file(str(folder / "sample_meeting.ogg")) * 32768).astype(np.int16)
-    lines = (folder / "sample_meeting.jsonl").read_text().splitlines()
-    rows = [json.loads(line) for line in lines if line.strip()]
-    reference = [(float(r["start"]), float(r["end"]), str(r["speaker"])) for r in rows]
-    return Meeting("demo", samples, reference, "demo")
-
-
-def mixed_meeting(data: Path, seed: int, workdir: Path) -> Meeting:
-    from meetmem.edge.audio import decode_file
-    from meetmem.edge.vad import segment
-
-    from ..sample_meeting import MEETING
-
-    rng = random.Random(seed)
-    pool: dict[str, list[np.ndarray]] = {}
-    for clip in REAL_CLIPS:
-        path = data / clip
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: --data must be the shared data's audio folder")
-        samples = decode_file(str(path))
-        pieces = [(u.audio * 32768).astype(np.int16) for u in segment(samples)]
-        pool[Path(clip).stem.split("-")[0]] = [p for piece in pieces for p in _cut(piece)]
-    lines = [u.text for u in MEETING]
-    for i, voice in enumerate(MIXED_VOICES):
-        pool[f"espeak-{voice[0]}"] = [_render(rng.choice(lines), voice, workdir, 100 * i + k) for k in range(3)]
-    return _join(_order(pool, rng), rng, "mixed-real-and-espeak", "mixed", pause=(0.8, 1.5))
-
-
-#: The real people among the shared English clips, each with its clips (FLEURS en_us test rows 002-004 are
-#: one person: their embeddings are 0.82-0.92 alike, every other pair 0.46-0.72).
-REAL_SPEAKERS = {"jfk": ("en/jfk.wav",), "librispeech-1995": ("en/librispeech-1995-1837-0001.wav",),
-                 "ljspeech": ("en/ljspeech-LJ050-0131.wav",), "fleurs-a": ("en/fleurs-en_us-test-000.ogg",),
-                 "fleurs-b": ("en/fleurs-en_us-test-001.ogg",),
-                 "fleurs-c": tuple(f"en/fleurs-en_us-test-00{i}.ogg" for i in (2, 3, 4)),
-                 "earnings22": ("en/earnings22_1_4482311_3_62.wav",)}
-
-
-def _speech_span(piece: np.ndarray) -> tuple[int, int]:
-    """The first and last sample of speech in a piece: its 10 ms frames within 30 dB of its loud frames."""
-    frames = len(piece) // 160
-    if frames < 2:
-        return 0, len(piece)
-    energy = (piece[:frames * 160].astype(np.float64) ** 2).reshape(frames, 160).mean(axis=1)
-    loud = np.flatnonzero(energy > np.percentile(energy, 95) * 1e-3)
-    return int(loud[0]) * 160, (int(loud[-1]) + 1) * 160
-
-
-def _pieces(speech: np.ndarray, rng: random.Random) -> list[np.ndarray]:
-    """A real utterance cut at its quietest 50 ms near lengths drawn as a conversation's: two in five short
-    (0.6-1.5 s: "yes.", "no, Tuesday."), the rest 1.5-4 s; a tail under 0.6 s joins the last piece."""
-    out = []
-    window = int(0.05 * SR)
-    while len(speech) > 0.6 * SR:
-        target = rng.uniform(0.6, 1.5) if rng.random() < 0.4 else rng.uniform(1.5, 4.0)
-        lo, hi = int(0.8 * target * SR), int(1.2 * target * SR)
-        if hi + int(0.6 * SR) >= len(speech):
-            out.append(speech)
-            return out
-        energy = [float(np.mean(speech[i:i + window].astype(np.float64) ** 2)) for i in range(lo, hi, window)]
-        cut = lo + window * int(np.argmin(energy)) + window // 2
-        out.append(speech[:cut])
-        speech = speech[cut:]
-    if out and len(speech):
-        out[-1] = np.concatenate([out[-1], speech])
-    return out
-
-
-def rapid_meetings(data: Path, count: int, seed: int) -> list[Meeting]:
-    """Conversations of 3 or 4 real people (`REAL_SPEAKERS`), quick exchanges: each person's clips cut into
-    short and long pieces (`_pieces`); turns follow each other mostly within 0.1-0.45 s (under the VAD's
-    closing pause: one utterance holds several people), a fifth 0.8-1.5 s apart, a tenth overlapping the
-    one before by 0.1-0.4 s (mixed). Reference turns: each piece's speech (`_speech_span`)."""
-    from meetmem.edge.audio import decode_file
-    from meetmem.edge.vad import segment
-
-    voices: dict[str, list[np.ndarray]] = {}
-    for who, clips in REAL_SPEAKERS.items():
-        utterances = []
-        for clip in clips:
-            if not (data / clip).exists():
-                raise FileNotFoundError(f"{data / clip} is missing: --data must be the shared data's audio folder")
-            utterances += [(u.audio * 32768).astype(np.int16) for u in segment(decode_file(str(data / clip)))]
-        voices[who] = utterances
-    meetings = []
-    for m in range(count):
-        rng = random.Random(seed * 1000 + m)
-        people = rng.sample(sorted(voices), 3 + m % 2)
-        left = {who: [p for u in voices[who] for p in _pieces(u, rng)] for who in people}
-        for pieces in left.values():
-            rng.shuffle(pieces)
-        out = np.zeros(int(0.5 * SR), dtype=np.int32)
-        at = len(out)
-        reference: list[Turn] = []
-        last = None
-        for _ in range(24):
-            choices = [w for w in people if left[w] and w != last]
-            if not choices:
-                break
-            who = rng.choice(choices)
-            piece = left[who].pop()
-            roll = rng.random()
-            gap = rng.uniform(-0.4, -0.1) if roll < 0.1 and reference else (
-                rng.uniform(0.8, 1.5) if roll < 0.3 else rng.uniform(0.1, 0.45))
-            start = max(int(0.5 * SR), at + int(gap * SR))
-            end = start + len(piece)
-            if end > len(out):
-                out = np.concatenate([out, np.zeros(end - len(out), dtype=np.int32)])
-            out[start:end] += piece
-            a, b = _speech_span(piece)
-            reference.append(((start + a) / SR, (start + b) / SR, who))
-            at = max(at, end)
-            last = who
-        samples = np.clip(np.concatenate([out, np.zeros(int(0.5 * SR), np.int32)]), -32768, 32767).astype(np.int16)
-        meetings.append(Meeting(f"rapid-real-{m + 1}-{len(people)}spk", samples, sorted(reference), "rapid"))
-    return meetings
-
-
-def read_rttm(path: Path) -> dict[str, list[Turn]]:
-    """An RTTM file's SPEAKER lines as turns, by recording.
-
-    Raises:
-        ValueError: a line that is not an RTTM SPEAKER line (names the file and line).
-    """
-    out: dict[str, list[Turn]] = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
-        fields = line.split()
-        if not fields or fields[0] != "SPEAKER":
-            continue
-        try:
-            start, duration = float(fields[3]), float(fields[4])
-            out.setdefault(fields[1], []).append((start, start + duration, fields[7]))
-        except (IndexError, ValueError) as exc:
-            raise ValueError(f"{path}:{number} is not an RTTM SPEAKER line: {line!r}") from exc
-    return out
-
-
-def rttm_meetings(folder: Path) -> list[Meeting]:
-    """Every recording `NAME.wav` under `folder` with its reference turns in `NAME.rttm` beside it.
-
-    Raises:
-        FileNotFoundError: the folder holds no such pair.
-    """
-    from meetmem.edge.audio import decode_file
-
-    meetings = []
-    for rttm in sorted(Path(folder).rglob("*.rttm")):
-        wav = rttm.with_suffix(".wav")
-        if not wav.exists():
-            continue
-        turns = read_rttm(rttm).get(rttm.stem) or [t for ts in read_rttm(rttm).values() for t in ts]
-        samples = (decode_file(str(wav)) * 32768).astype(np.int16)
-        meetings.append(Meeting(f"rttm-{rttm.stem}", samples, sorted(turns), "recorded"))
-    if not meetings:
-        raise FileNotFoundError(f"{folder} holds no NAME.wav with its NAME.rttm")
-    return meetings
-
-
-def _cut(speech: np.ndarray, longest: float = 4.0) -> list[np.ndarray]:
-    """A real utterance as turns of at most `longest` seconds, cut at the quietest 50 ms in each turn's
-    second half (so more turns change speaker)."""
-    out = []
-    while len(speech) > longest * SR:
-        window = int(0.05 * SR)
-        half, end = int(longest * SR / 2), int(longest * SR)
-        energy = [float(np.mean(speech[i:i + window].astype(np.float64) ** 2)) for i in range(half, end - window,
-                                                                                                window)]
-        cut = half + window * int(np.argmin(energy)) + window // 2
-        out.append(speech[:cut])
-        speech = speech[cut:]
-    return [*out, speech]
-
-
-# -- the edge's labels --------------------------------------------------------------------------------------
-
-def embed_meeting(meeting: Meeting, encoder: Any, *, oracle: bool = False,
-                  change_threshold: float | None = None, cutting: Cutting | None = None) -> Embedded:
-    """The edge's VAD utterances embedded; with `oracle`, the reference turns instead (what the clustering
-    alone gets right, when no utterance holds two speakers); with `cutting` (or `change_threshold`, the
-    edge's cutting at that threshold), each utterance cut where the voice changes inside it first, as the
-    edge does (`edge.speaker_turns.speaker_turns`)."""
-    from meetmem.edge.speaker_turns import speaker_turns
-    from meetmem.edge.vad import segment
-
-    if cutting is None and change_threshold is not None:
-        cutting = edge_cutting(change_threshold)
-
-    spans, embeddings = [], []
-    turns: list[tuple[float, list[Any]]] = []
-    started = time.process_time()
-    if oracle:
-        for start, end, _ in meeting.reference:
-            spans.append((start, end))
-            audio = meeting.samples[int(start * SR):int(end * SR)].astype(np.float32) / 32768.0
-            embeddings.append(encoder.embed(audio))
-    else:
-        for utterance in segment(meeting.samples):
-            if cutting is None:
-                spans.append((utterance.start, utterance.end))
-                embeddings.append(encoder.embed(utterance.audio))
-                continue
-            turns.append((utterance.start, speaker_turns(encoder, utterance.audio, cutting.change, cutting.short,
-                                                         max_turns=cutting.max_turns,
-                                                         candidates=cutting.candidates)))
-    return Embedded(meeting, spans, embeddings, time.process_time() - started,
-                    turns if cutting is not None else None)
-
-
-def label(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None) -> list[Turn]:
-    """The tracker's labels for the embedded utterances, in order (the encoder is not run again)."""
-    return _labelled(embedded, threshold, wearer)[0]
-
-
-#: The clustering before a short turn needed less likeness to join a voice: one threshold for every turn of
-#: 1 s or more (`edge.speakers.SpeakerOptions.new_voice_seconds` 0), scored beside the edge's rule.
-ONE_THRESHOLD_RULE: dict[str, Any] = {"new_voice_seconds": 0.0}
-
-
-def _labelled(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None,
-              rule: dict[str, Any] | None = None) -> tuple[list[Turn], list[tuple[float, float]], list[float]]:
-    """`label`'s turns, the utterances' spans, and where an utterance was cut (seconds); `rule`: other
-    `SpeakerOptions` fields than the edge's defaults."""
-    from meetmem.edge.speakers import SpeakerOptions, SpeakerTracker
-
-    options = SpeakerOptions(threshold=threshold, wearer_threshold=threshold, **(rule or {}))
-    tracker = SpeakerTracker(encoder=None, options=options, wearer=wearer)  # type: ignore[arg-type]
-    if embedded.turns is not None:
-        out, spans, cuts = [], [], []
-        for at, candidates in embedded.turns:
-            spans.append((at + candidates[0].start / SR, at + candidates[-1].end / SR))
-            for i, turn in enumerate(tracker.merge_same(candidates)):
-                start, end = at + turn.start / SR, at + turn.end / SR
-                out.append((start, end, tracker.assign(turn.embedding, end - start)))
-                if i:
-                    cuts.append(start)
-        return out, spans, cuts
-    turns = [(start, end, tracker.assign(e, end - start))
-             for (start, end), e in zip(embedded.spans, embedded.embeddings, strict=True)]
-    return turns, list(embedded.spans), []
-
-
-#: A cut this close to a change of speaker in the reference found it.
-CUT_TOLERANCE_S = 0.25
-
-
-def changes(reference: Sequence[Turn]) -> list[tuple[float, float]]:
-    """Where the reference's speaker changes, as intervals: the gap between two people's turns, or the
-    overlap when the second starts before the first ends."""
-    ordered = sorted(reference)
-    return [(min(end, start), max(end, start))
-            for (_, end, who), (start, _, nxt) in zip(ordered, ordered[1:], strict=False) if who != nxt]
-
-
-def cut_stats(reference: Sequence[Turn], spans: Sequence[tuple[float, float]], cuts: Sequence[float]) -> dict[str, Any]:
-    """How the cuts inside utterances match the reference's changes of speaker: a cut further than
-    `CUT_TOLERANCE_S` from every change (`changes`) is false (one person's speech split in two); a change
-    inside an utterance (its middle not within the tolerance of the utterance's ends) is found when a cut
-    is that close. An utterance of one voice (no change inside) that was cut is counted too."""
-    moments = changes(reference)
-
-    def near(cut: float, change: tuple[float, float]) -> bool:
-        return change[0] - CUT_TOLERANCE_S <= cut <= change[1] + CUT_TOLERANCE_S
-
-    inside = [c for c in moments
-              if any(a + CUT_TOLERANCE_S < (c[0] + c[1]) / 2 < b - CUT_TOLERANCE_S for a, b in spans)]
-    false = [c for c in cuts if not any(near(c, m) for m in moments)]
-    one_voice = [(a, b) for a, b in spans if not any(a < (m[0] + m[1]) / 2 < b for m in moments)]
-    return {"cuts": len(cuts), "false_cuts": len(false),
-            "changes_inside_utterances": len(inside),
-            "changes_found": sum(any(near(c, m) for c in cuts) for m in inside),
-            "one_voice_utterances": len(one_voice),
-            "one_voice_utterances_cut": sum(any(a < c < b for c in cuts) for a, b in one_voice)}
-
-
-def score(embedded: Embedded, threshold: float, wearer: np.ndarray | None = None,
-          rule: dict[str, Any] | None = None) -> dict[str, Any]:
-    hypothesis, spans, cuts = _labelled(embedded, threshold, wearer, rule)
-    reference = embedded.meeting.reference
-    result = diarization_error(reference, hypothesis)
-    no_collar = diarization_error(reference, hypothesis, collar=0.0)
-    ref_count = len({t[2] for t in reference})
-    hyp_count = len({t[2] for t in hypothesis})
-    return {"meeting": embedded.meeting.name, "kind": embedded.meeting.kind,
-            "seconds": round(embedded.meeting.seconds, 1), "utterances": len(hypothesis),
-            "speakers": ref_count, "labels": hyp_count, "count_right": ref_count == hyp_count,
-            **result.public(), "der_no_collar": round(no_collar.der, 4),
-            "no_collar_errors_s": round(no_collar.missed + no_collar.false_alarm + no_collar.confusion, 2),
-            "no_collar_scored_s": round(no_collar.scored, 2), **cut_stats(reference, spans, cuts)}
-
-
-def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    scored = sum(r["scored_s"] for r in rows)
-    errors = sum(r["missed_s"] + r["false_alarm_s"] + r["confusion_s"] for r in rows)
-    loose = sum(r["no_collar_scored_s"] for r in rows)
-    cuts = sum(r["cuts"] for r in rows)
-    inside = sum(r["changes_inside_utterances"] for r in rows)
-    one_voice = sum(r["one_voice_utterances"] for r in rows)
-    return {"meetings": len(rows), "der_pooled": round(errors / scored, 4) if scored else None,
-            "der_pooled_no_collar": round(sum(r["no_collar_errors_s"] for r in rows) / loose, 4) if loose else None,
-            "der_mean": round(float(np.mean([r["der"] for r in rows])), 4),
-            "cuts": cuts, "false_cuts": sum(r["false_cuts"] for r in rows),
-            "false_cut_rate": round(sum(r["false_cuts"] for r in rows) / cuts, 3) if cuts else None,
-            "changes_inside_utterances": inside,
-            "change_recall": round(sum(r["changes_found"] for r in rows) / inside, 3) if inside else None,
-            "one_voice_utterances_cut": f"{sum(r['one_voice_utterances_cut'] for r in rows)}/{one_voice}",
-            "speaker_count_accuracy": round(sum(r["count_right"] for r in rows) / len(rows), 3),
-            "speaker_count_abs_error_mean": round(float(np.mean([abs(r["labels"] - r["speakers"]) for r in rows])), 2)}
-
-
-def wearer_check(embedded: Embedded, encoder: Any, threshold: float, workdir: Path) -> dict[str, Any]:
-    """The demo meeting with Alice enrolled from two sentences she does not say in it: how many of her
-    utterances are labelled the wearer, and how many of the others' are."""
-    from meetmem.edge.speakers import WEARER_LABEL
-
-    from ..sample_meeting import VOICES
-
-    voice = VOICES["Alice"]
-    enroll = np.concatenate([_render(line, (voice.name, voice.pitch, voice.words_per_minute), workdir, 900 + i)
-                             for i, line in enumerate(ENROLL_LINES)]).astype(np.float32) / 32768.0
-    wearer = encoder.embed(enroll)
-    hypothesis = label(embedded, threshold, wearer)
-
-    def owner(start: float, end: float) -> str | None:
-        best, most = None, 0.0
-        for a, b, who in embedded.meeting.reference:
-            shared = min(b, end) - max(a, start)
-            if shared > most:
-                best, most = who, shared
-        return best
-
-    hers = [h for h in hypothesis if owner(h[0], h[1]) == "Alice"]
-    others = [h for h in hypothesis if owner(h[0], h[1]) != "Alice"]
-    return {"enrolled_seconds": round(len(enroll) / SR, 1),
-            "wearer_utterances_labelled_wearer": f"{sum(h[2] == WEARER_LABEL for h in hers)}/{len(hers)}",
-            "other_utterances_labelled_wearer": f"{sum(h[2] == WEARER_LABEL for h in others)}/{len(others)}",
-            **{f"with_wearer_{k}": v for k, v in score(embedded, threshold, wearer).items()
-               if k in ("der", "labels", "speakers")}}
 
 
 # -- the whole edge: recognised segments, split where the voice changes ------------------------------------
@@ -637,14 +184,14 @@ def split_report(args: argparse.Namespace, encoder: Any, generated: list[Meeting
     sweep: dict[str, Any] = {}
     for change in (float(t) for t in args.change_thresholds.split(",") if t.strip()):
         embedded = [embed_meeting(m, encoder, change_threshold=change) for m in generated]
-        sweep[str(change)] = {"at_best_threshold": _summary([score(e, best) for e in embedded]),
-                              "at_default_threshold": _summary([score(e, args.default_threshold) for e in embedded])}
+        sweep[str(change)] = {"at_best_threshold": summary([score(e, best) for e in embedded]),
+                              "at_default_threshold": summary([score(e, args.default_threshold) for e in embedded])}
     tuning = [embed_meeting(m, encoder, change_threshold=args.change_threshold) for m in generated]
     held_out = [embed_meeting(m, encoder, change_threshold=args.change_threshold) for m in others]
     seconds = sum(e.meeting.seconds for e in tuning + held_out)
     return {"change_threshold": args.change_threshold, "change_threshold_sweep_generated": sweep,
-            "generated_summary": _summary([score(e, best) for e in tuning]),
-            "generated_summary_at_default": _summary([score(e, args.default_threshold) for e in tuning]),
+            "generated_summary": summary([score(e, best) for e in tuning]),
+            "generated_summary_at_default": summary([score(e, args.default_threshold) for e in tuning]),
             "held_out": [score(e, best) for e in held_out],
             "held_out_at_default": [score(e, args.default_threshold) for e in held_out],
             "embed_cpu_s_per_audio_s_in_process": round(sum(e.cpu_seconds for e in tuning + held_out) / seconds, 4)}
@@ -670,18 +217,18 @@ def cutting_report(args: argparse.Namespace, encoder: Any, groups: dict[str, lis
             embedded = [embed_meeting(m, encoder, cutting=cutting) for m in meetings]
             cpu[way] = cpu.get(way, 0.0) + sum(e.cpu_seconds for e in embedded)
             at_default = [score(e, args.default_threshold) for e in embedded]
-            rows[way] = {"at_default_threshold": _summary(at_default),
-                         "at_best_threshold": _summary([score(e, best) for e in embedded]),
+            rows[way] = {"at_default_threshold": summary(at_default),
+                         "at_best_threshold": summary([score(e, best) for e in embedded]),
                          "meetings_at_default": [{k: v for k, v in r.items() if k != "mapping"} for r in at_default]}
             one = [score(e, args.default_threshold, rule=ONE_THRESHOLD_RULE) for e in embedded]
-            rows[way]["one_threshold_rule_at_default"] = _summary(one)  # the clustering before, same turns
+            rows[way]["one_threshold_rule_at_default"] = summary(one)  # the clustering before, same turns
             rows[way]["one_threshold_rule_labels"] = [r["labels"] for r in one]
         out["groups"][group] = rows
     out["embed_cpu_s_per_audio_s_in_process"] = {way: round(c / seconds, 4) for way, c in cpu.items()}
     sweep: dict[str, Any] = {}
     for short in (float(t) for t in args.short_change_thresholds.split(",") if t.strip()):
         cutting = edge_cutting(short=short)
-        sweep[str(short)] = {group: _summary([score(embed_meeting(m, encoder, cutting=cutting), args.default_threshold)
+        sweep[str(short)] = {group: summary([score(embed_meeting(m, encoder, cutting=cutting), args.default_threshold)
                                               for m in groups[group]])
                              for group in ("generated", "rapid") if group in groups}
     out["short_change_threshold_sweep_at_default"] = sweep
@@ -716,7 +263,7 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
         oracle = [embed_meeting(m, encoder, oracle=True) for m in generated + others]
         sweep = {}
         for threshold in thresholds:
-            sweep[threshold] = _summary([score(e, threshold) for e in tuning])
+            sweep[threshold] = summary([score(e, threshold) for e in tuning])
         best = min(thresholds, key=lambda t: (sweep[t]["der_pooled"], -sweep[t]["speaker_count_accuracy"]))
         say(f"threshold {best} is best on the generated meetings")
         report: dict[str, Any] = {
@@ -735,9 +282,9 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
             "reference_turns_as_utterances": {
                 "why": "the clustering alone: the edge's VAD joins turns with pauses under 0.6 s into one "
                        "utterance, which can then carry one label only",
-                "generated_summary": _summary([score(e, best) for e in oracle[:len(tuning)]]),
+                "generated_summary": summary([score(e, best) for e in oracle[:len(tuning)]]),
                 "held_out": [score(e, best) for e in oracle[len(tuning):]],
-                "generated_summary_at_default": _summary([score(e, args.default_threshold)
+                "generated_summary_at_default": summary([score(e, args.default_threshold)
                                                           for e in oracle[:len(tuning)]]),
                 "held_out_at_default": [score(e, args.default_threshold) for e in oracle[len(tuning):]]},
             "embed_cpu_s_per_audio_s_in_process": round(sum(e.cpu_seconds for e in tuning + held_out)
@@ -759,7 +306,7 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
             asr = WhisperASR(ASROptions(model=args.asr, cpu_threads=args.asr_threads, beam_size=1))
             demo = others[0]
             references = {demo.name: " ".join(json.loads(line)["text"] for line in
-                                               _demo_lines() if line.strip())}
+                                               demo_lines() if line.strip())}
             report["edge_with_asr"] = {
                 "model": args.asr, "threads": args.asr_threads, "threshold": args.default_threshold,
                 "change_threshold": args.change_threshold,
