@@ -38,82 +38,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .edge_faults import cloud_down_mid_meeting, corrupted_outbox, edge_killed_mid_meeting
+from .fault_checks import create_token, note, segment, tally, wait_up
 from .serve_process import Server, free_port
-
-
-def _note(quiet: bool, message: str) -> None:
-    if not quiet:
-        sys.stderr.write(f"bench faults: {message}\n")
-        sys.stderr.flush()
-
-
-def _token(db: Path, tenant: str) -> str:
-    from meetmem.cloud.auth import TokenStore
-    from meetmem.store.log import TranscriptLog
-
-    with TranscriptLog(db) as transcript_log:
-        return TokenStore(transcript_log).create(tenant, label="bench faults")
-
-
-def _segment(device: int, seq: int) -> dict[str, Any]:
-    start = seq * 2.0 + device * 0.01
-    return {"seq": seq, "start": start, "end": start + 1.5, "speaker": f"S{device}",
-            "text": f"device {device} utterance {seq}: order {seq * 13 + device} units by March {seq % 28 + 1}"}
-
-
-def _tally(db: Path, tenant: str, acknowledged: dict[tuple[str, str], set[int]],
-           batches: dict[tuple[str, str], list[list[int]]] | None = None) -> dict[str, Any]:
-    """What the database holds against what was acknowledged, per (meeting, device)."""
-    from meetmem.store.log import TranscriptLog
-
-    stored = lost = duplicated = partial = 0
-    verified = broken = 0
-    with TranscriptLog(db) as transcript_log:
-        meetings = {m for m, _ in acknowledged} | {m for t, m in transcript_log.meetings() if t == tenant}
-        for meeting in sorted(meetings):
-            if not transcript_log.has_meeting(meeting, tenant=tenant):
-                continue
-            rows = list(transcript_log.chain(meeting, tenant=tenant))
-            stored += len(rows)
-            seen: dict[tuple[str, str], int] = {}
-            for row in rows:
-                seen[(row.device_id, row.text)] = seen.get((row.device_id, row.text), 0) + 1
-            duplicated += sum(n - 1 for n in seen.values() if n > 1)
-            by_device: dict[str, set[int]] = {}
-            for row in rows:
-                by_device.setdefault(row.device_id, set()).add(row.seq)
-            for (m, device), seqs in acknowledged.items():
-                if m == meeting:
-                    lost += len(seqs - by_device.get(device, set()))
-            for (m, device), groups in (batches or {}).items():
-                if m == meeting:
-                    have = by_device.get(device, set())
-                    partial += sum(1 for group in groups if 0 < len(have & set(group)) < len(group))
-            if transcript_log.verify(meeting, tenant=tenant).ok:
-                verified += 1
-            else:
-                broken += 1
-    return {"acknowledged": sum(len(s) for s in acknowledged.values()), "stored": stored,
-            "acknowledged_lost": lost, "duplicated": duplicated, "partial_batches": partial,
-            "chains_verified": verified, "chains_broken": broken}
-
-
-def _wait_up(server: Server, timeout: float = 120.0) -> float:
-    """Seconds until the server answers at all: it takes segments before its indexes are warm (a restart on
-    a large meeting is not ready for questions for a while, but ingest does not wait for that)."""
-    import httpx
-
-    assert server.process is not None
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"the server exited with status {server.process.returncode}:\n{server.log_tail()}")
-        try:
-            httpx.get(server.url + "/healthz", timeout=2.0)
-            return time.perf_counter() - t0
-        except httpx.HTTPError:
-            time.sleep(0.05)  # not listening yet: poll again shortly
-    raise RuntimeError(f"the server did not answer within {timeout:g} s:\n{server.log_tail()}")
 
 
 def server_killed_mid_batch(workdir: Path, *, kills: int, devices: int, batches: int, batch: int,
@@ -121,10 +48,10 @@ def server_killed_mid_batch(workdir: Path, *, kills: int, devices: int, batches:
     import httpx
 
     db = workdir / "killed.db"
-    token = _token(db, "faults")
+    token = create_token(db, "faults")
     server = Server(db, free_port(), "none", workdir / "killed.log")
     server.start()
-    _wait_up(server)
+    wait_up(server)
     acknowledged: dict[tuple[str, str], set[int]] = {}
     groups: dict[tuple[str, str], list[list[int]]] = {}
     lock = threading.Lock()
@@ -142,7 +69,7 @@ def server_killed_mid_batch(workdir: Path, *, kills: int, devices: int, batches:
                 seqs = list(range(b * batch, (b + 1) * batch))
                 with lock:
                     groups.setdefault(key, []).append(seqs)
-                body = {"device_id": key[1], "segments": [_segment(number, s) for s in seqs]}
+                body = {"device_id": key[1], "segments": [segment(number, s) for s in seqs]}
                 deadline = time.monotonic() + 300
                 while True:  # resend until acknowledged, as the edge's uploader does
                     try:
@@ -172,59 +99,16 @@ def server_killed_mid_batch(workdir: Path, *, kills: int, devices: int, batches:
         server.process.send_signal(signal.SIGKILL)
         server.process.wait()
         killed += 1
-        _note(quiet, f"server killed mid-batch ({killed}/{kills})")
+        note(quiet, f"server killed mid-batch ({killed}/{kills})")
         server.start()
-        _wait_up(server)
+        wait_up(server)
     done.set()
     for thread in threads:
         thread.join(timeout=600)
     server.stop()
-    result = _tally(db, "faults", acknowledged, groups)
+    result = tally(db, "faults", acknowledged, groups)
     return {"step": "server_killed_mid_batch", "kills": killed, "devices": devices, "batch": batch,
             "wall_s": round(time.monotonic() - t0, 1), "errors": errors[:5], **result}
-
-
-def cloud_down_mid_meeting(workdir: Path, *, segments: int, down_s: float, quiet: bool) -> dict[str, Any]:
-    from meetmem.edge.outbox import Outbox
-    from meetmem.edge.sync import CloudClient, SyncOptions, Uploader
-
-    db = workdir / "down.db"
-    token = _token(db, "faults")
-    server = Server(db, free_port(), "none", workdir / "down.log")
-    server.start()
-    _wait_up(server)
-    t0 = time.monotonic()
-    acknowledged: dict[tuple[str, str], set[int]] = {}
-    with Outbox(workdir / "down-outbox.db", device_id="edge-down") as outbox:
-        client = CloudClient(server.url, token, timeout=10)
-        uploader = Uploader(outbox, client, SyncOptions(batch=20, backoff_base=0.05, backoff_max=1.0, timeout=10))
-        uploader.start()
-        stopped_at = segments // 3
-        restarted_at = 2 * segments // 3
-        for i in range(segments):
-            if i == stopped_at:
-                server.stop()
-                _note(quiet, f"cloud down after {i} segments, for {down_s:g} s of the meeting")
-                down_until = time.monotonic() + down_s
-            if i == restarted_at:
-                time.sleep(max(0.0, down_until - time.monotonic()))
-                server.start()
-                _wait_up(server)
-                _note(quiet, "cloud back")
-            outbox.put("down-mid-meeting", {k: v for k, v in _segment(0, i).items() if k != "seq"})
-            uploader.notify()
-            time.sleep(0.01)  # segments arrive over time, as speech does
-        drained = uploader.drain(timeout=300)
-        uploader.stop()
-        client.close()
-        pending = outbox.stats().pending
-        # What left the outbox was acknowledged: every seq below the outbox's next one, less what is pending.
-        acknowledged[("down-mid-meeting", "edge-down")] = set(range(segments)) - {s.seq for s in
-                                                                                 outbox.pending(segments)}
-    server.stop()
-    result = _tally(db, "faults", acknowledged)
-    return {"step": "cloud_down_mid_meeting", "segments": segments, "down_s": down_s, "drained": drained,
-            "still_in_outbox": pending, "wall_s": round(time.monotonic() - t0, 1), **result}
 
 
 def cli_killed_mid_ingest(workdir: Path, *, kills: int, lines: int, rng: random.Random,
@@ -233,7 +117,7 @@ def cli_killed_mid_ingest(workdir: Path, *, kills: int, lines: int, rng: random.
     path = workdir / "meeting.jsonl"
     with path.open("w", encoding="utf-8") as out:
         for i in range(lines):
-            out.write(json.dumps({k: v for k, v in _segment(0, i).items() if k != "seq"}) + "\n")
+            out.write(json.dumps({k: v for k, v in segment(0, i).items() if k != "seq"}) + "\n")
     env = {**os.environ, "MEETMEM_EMBEDDER": "none", "HF_HUB_OFFLINE": "1", "MEETMEM_THREADS": "1"}
     outcomes = {"killed_with_nothing_stored": 0, "killed_with_all_stored": 0, "finished_before_kill": 0,
                 "half_written": 0}
@@ -265,14 +149,14 @@ def cli_killed_mid_ingest(workdir: Path, *, kills: int, lines: int, rng: random.
                 outcomes["killed_with_all_stored"] += 1
             else:
                 outcomes["half_written"] += 1
-        _note(quiet, f"ingest killed ({k + 1}/{kills})")
+        note(quiet, f"ingest killed ({k + 1}/{kills})")
     for k in range(kills):  # each file ingested to the end afterwards: its exit status is the acknowledgement
         finished = subprocess.run([*cli, "ingest", f"ingest-{k}", str(path), "--db", str(db), "--quiet", "--json"],
                                   env=env, capture_output=True, text=True, timeout=600)
         if finished.returncode == 0:
             device = json.loads(finished.stdout)["device_id"]
             acknowledged[(f"ingest-{k}", device)] = set(range(1, lines + 1))
-    result = _tally(db, "local", acknowledged)
+    result = tally(db, "local", acknowledged)
     return {"step": "cli_killed_mid_ingest", "kills": kills, "lines": lines, "whole_ingest_s": round(whole_s, 1),
             "wall_s": round(time.monotonic() - t0, 1), **outcomes, **result}
 
@@ -281,14 +165,14 @@ def disk_full(workdir: Path, *, batch: int, cap_mb: float, quiet: bool) -> dict[
     import httpx
 
     db = workdir / "full.db"
-    token = _token(db, "faults")
+    token = create_token(db, "faults")
     server = Server(db, free_port(), "none", workdir / "full.log")
     os.environ["MEETMEM_MAX_DB_BYTES"] = str(int(cap_mb * 1_048_576))
     try:
         server.start()
     finally:
         del os.environ["MEETMEM_MAX_DB_BYTES"]
-    _wait_up(server)
+    wait_up(server)
     t0 = time.monotonic()
     acknowledged: dict[tuple[str, str], set[int]] = {}
     groups: dict[tuple[str, str], list[list[int]]] = {}
@@ -300,7 +184,7 @@ def disk_full(workdir: Path, *, batch: int, cap_mb: float, quiet: bool) -> dict[
         while refused < 3 and b < 10_000:
             seqs = list(range(b * batch, (b + 1) * batch))
             groups.setdefault(key, []).append(seqs)
-            body = {"device_id": key[1], "segments": [{**_segment(0, s), "text": _segment(0, s)["text"] * 8}
+            body = {"device_id": key[1], "segments": [{**segment(0, s), "text": segment(0, s)["text"] * 8}
                                                       for s in seqs]}
             r = client.post(f"/v1/meetings/{key[0]}/segments", json=body)
             statuses[str(r.status_code)] = statuses.get(str(r.status_code), 0) + 1
@@ -311,167 +195,11 @@ def disk_full(workdir: Path, *, batch: int, cap_mb: float, quiet: bool) -> dict[
                 refused += 1
         healthy = client.get("/healthz").status_code == 200
     server.stop()
-    _note(quiet, f"database full after {b} batches")
-    result = _tally(db, "faults", acknowledged, groups)
+    note(quiet, f"database full after {b} batches")
+    result = tally(db, "faults", acknowledged, groups)
     return {"step": "disk_full", "cap_mb": cap_mb, "batch": batch, "statuses": statuses,
             "server_error_500": statuses.get("500", 0), "healthy_when_full": healthy,
             "wall_s": round(time.monotonic() - t0, 1), **result}
-
-
-def corrupted_outbox(workdir: Path, *, cli: list[str], quiet: bool) -> dict[str, Any]:
-    """`meetmem edge run` on an outbox whose file was damaged while it held unsent segments."""
-    import wave
-
-    from meetmem.edge.outbox import Outbox
-
-    path = workdir / "edge-outbox.db"
-    unsent = 25
-    with Outbox(path, device_id="edge-corrupt") as outbox:
-        for i in range(unsent):
-            outbox.put("corrupt", {k: v for k, v in _segment(0, i).items() if k != "seq"})
-    damaged = bytearray(path.read_bytes())
-    damaged[:100] = b"\x00" * 100  # the header: SQLite no longer recognises the file
-    path.write_bytes(bytes(damaged))
-    audio = workdir / "silence.wav"
-    with wave.open(str(audio), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(16000)
-        out.writeframes(b"\x00\x00" * 16000)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    run = subprocess.run([*cli, "edge", "run", "--input", str(audio), "--meeting", "corrupt", "--cloud",
-                          "http://127.0.0.1:9", "--token", "unused", "--outbox", str(path), "--model", "tiny.en",
-                          "--no-cloud-glossary", "--quiet"], env=env, capture_output=True, text=True, timeout=300)
-    asides = [p for p in workdir.iterdir() if p.name.startswith(path.name + ".corrupt-") and
-              not p.name.endswith(("-wal", "-shm"))]
-    kept = bool(asides) and asides[0].read_bytes() == bytes(damaged)
-    _note(quiet, f"corrupted outbox: exit {run.returncode}, kept aside: {kept}")
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
-    return {"step": "corrupted_outbox", "unsent_segments": unsent, "exit_status": run.returncode,
-            "error": lines[-1][:400] if lines else "", "error_lines": len(lines), "kept_aside": kept,
-            "discarded": 0 if kept else unsent}
-
-
-def _outbox_acknowledged(path: Path) -> tuple[str, set[int], int]:
-    """The outbox's device id, the seqs the cloud acknowledged (every seq it gave out, less those still
-    pending or rejected: an acknowledged row leaves the outbox) and how many are pending."""
-    import sqlite3
-
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        held = {seq for (seq,) in conn.execute("SELECT seq FROM outbox UNION SELECT seq FROM rejected")}
-        pending = conn.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
-    finally:
-        conn.close()
-    return meta["device_id"], set(range(int(meta.get("next_seq", 0)))) - held, pending
-
-
-def _captured_until(path: Path) -> float:
-    """Seconds of the meeting the outbox holds as captured (its resume point; 0 before the first utterance)."""
-    import sqlite3
-
-    if not path.exists():
-        return 0.0
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return round(float(conn.execute("SELECT COALESCE(MAX(position), 0) FROM progress").fetchone()[0]), 1)
-    finally:
-        conn.close()
-
-
-def _spoken(db: Path, tenant: str, meeting: str) -> list[tuple[float, float, str]]:
-    from meetmem.store.log import TranscriptLog
-
-    with TranscriptLog(db) as transcript_log:
-        return sorted((row.start, row.end, row.text) for row in transcript_log.chain(meeting, tenant=tenant))
-
-
-def edge_killed_mid_meeting(workdir: Path, *, kills: int, seconds: float | None, rng: random.Random,
-                            cli: list[str], quiet: bool) -> dict[str, Any]:
-    """`meetmem edge run` on real speech (the packaged demo meeting, tiny.en) SIGKILLed at random points of
-    the meeting and started again on the same outbox, then once more to the end. Against a run never killed:
-    speech heard twice (segments overlapping in time), speech missing (an utterance of the uninterrupted run
-    that no segment covers), and what the outbox says the cloud acknowledged against what the cloud holds."""
-    from importlib import resources
-
-    audio = Path(str(resources.files("meetmem.demo_data").joinpath("sample_meeting.ogg")))
-    if seconds is not None:  # the short campaign: the meeting's first minute
-        cut = workdir / "meeting-start.wav"
-        subprocess.run(["sox", str(audio), "-r", "16000", "-c", "1", str(cut), "trim", "0", f"{seconds:g}"],
-                       check=True, capture_output=True)
-        audio = cut
-    db = workdir / "edge-killed.db"
-    token = _token(db, "faults")
-    reference_token = _token(db, "reference")  # its own tenant: the tally sees only the killed meeting
-    server = Server(db, free_port(), "none", workdir / "edge-killed.log")
-    server.start()
-    _wait_up(server)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    env.pop("MEETMEM_TOKEN", None)
-
-    def edge(meeting: str, outbox: Path, token: str = token) -> list[str]:
-        return [*cli, "edge", "run", "--input", str(audio), "--meeting", meeting, "--cloud", server.url,
-                "--token", token, "--outbox", str(outbox), "--model", "tiny.en", "--language", "en", "--threads", "2",
-                "--no-cloud-glossary", "--timeout", "120"]
-
-    t0 = time.monotonic()
-    try:
-        timing = time.monotonic()
-        subprocess.run([*edge("uninterrupted", workdir / "reference-outbox.db", reference_token), "--quiet"], env=env,
-                       capture_output=True, text=True, timeout=900, check=True)
-        whole_s = time.monotonic() - timing
-        reference = _spoken(db, "reference", "uninterrupted")
-        outbox = workdir / "killed-outbox.db"
-        outcomes = {"kills_landed": 0, "finished_before_kill": 0, "killed_before_first_status": 0}
-        per_run = max(1, len(reference) // max(1, kills))
-        kill_points: list[float] = []  # the meeting time the outbox had captured when each kill landed
-        for k in range(kills):
-            # A random point: after this run has stored 0..per_run segments, plus up to a second more.
-            target, extra = rng.randint(0, per_run), rng.uniform(0.0, 1.0)
-            proc = subprocess.Popen(edge("killed", outbox), env=env, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, text=True)
-            reached = threading.Event()
-
-            def watch(stream: Any, target: int = target, reached: threading.Event = reached) -> None:
-                for line in stream:
-                    if "segments " in line and int(line.split("segments ")[1].split()[0]) >= target:
-                        reached.set()
-                reached.set()  # the run ended: nothing more to wait for
-
-            watcher = threading.Thread(target=watch, args=(proc.stderr,), daemon=True)
-            watcher.start()
-            reached.wait(timeout=whole_s + 60)
-            try:
-                proc.wait(timeout=extra)
-                outcomes["finished_before_kill"] += 1
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
-                outcomes["kills_landed"] += 1
-                kill_points.append(_captured_until(outbox))
-            watcher.join(timeout=10)
-            assert proc.stderr is not None
-            proc.stderr.close()
-            _note(quiet, f"edge killed ({k + 1}/{kills}) after its status showed >= {target} segments "
-                         f"+ {extra:.2f} s")
-        final = subprocess.run([*edge("killed", outbox), "--quiet"], env=env, capture_output=True, text=True,
-                               timeout=900)
-        device, acked, pending = _outbox_acknowledged(outbox)
-        result = _tally(db, "faults", {("killed", device): acked})
-        killed = _spoken(db, "faults", "killed")
-        heard_twice = sum(1 for a, b in zip(killed, killed[1:], strict=False) if b[0] < a[1] - 0.05)
-        missing = [r for r in reference
-                   if not any(s - 0.1 <= (r[0] + r[1]) / 2 <= e + 0.1 for s, e, _ in killed)]
-    finally:
-        server.stop()
-    return {"step": "edge_killed_mid_meeting", "kills": kills, "audio": audio.name,
-            "audio_s": seconds if seconds is not None else 252.4, "model": "tiny.en",
-            "uninterrupted_run_s": round(whole_s, 1), "segments_uninterrupted": len(reference),
-            "final_run_exit": final.returncode, "still_in_outbox": pending, **outcomes, **result,
-            "duplicated": result["duplicated"] + heard_twice, "heard_twice": heard_twice,
-            "speech_missing": len(missing), "captured_until_at_kills_s": kill_points,
-            "wall_s": round(time.monotonic() - t0, 1)}
 
 
 def _cli() -> list[str]:
@@ -542,7 +270,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
             return 2
     with tempfile.TemporaryDirectory(prefix="meetmem-faults-") as tmp:
         for name, step in plan:
-            _note(quiet, f"{name} ...")
+            note(quiet, f"{name} ...")
             steps.append(step(Path(tmp)))
     totals = {name: sum(int(s.get(name, 0)) for s in steps) for name in
               ("acknowledged", "stored", "acknowledged_lost", "duplicated", "partial_batches", "chains_broken")}
