@@ -264,8 +264,9 @@ class CaptureAgent:
                             self._cut_asked = candidate
                             self._cuts.put(candidate)  # the reader cuts there, unless the VAD has moved on
                         else:
-                            status.sentence_places_refused.append({"at_s": round(offset + candidate.end, 3),
-                                                                   "words": words[-40:]})
+                            status.sentence_places_refused += 1
+                            status.sentence_places_refused_latest.append(
+                                {"at_s": round(offset + candidate.end, 3), "words": words[-40:]})
                             log.debug("no cut at %.2f s: the words go on (%r)", offset + candidate.end, words[-40:])
         self._finals.busy = False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from .language import LanguageOptions
@@ -17,6 +18,8 @@ from .vad import VADOptions
 #: words of every final, stay exactly what the 600 ms rule gives (no sentence split at a short breath);
 #: only the waiting overlaps. 270 ms is past the 240 ms after which no partial pass starts.
 SPECULATE_AFTER_MS = 270
+#: `CaptureStatus.sentence_places_refused_latest` keeps this many of the latest refused places.
+REFUSED_KEPT = 20
 #: Live input: an utterance whose speech has lasted this long is cut at its next pause of `LIVE_CUT_PAUSE_MS`
 #: after which the speaker goes on (`CaptureOptions.live_cut_after_s`).
 LIVE_CUT_AFTER_S = 15.0
@@ -136,8 +139,11 @@ class CaptureStatus:
     sentence_cuts: int = 0  # live: utterances cut at a short pause where their words ended a sentence
     sentence_places: int = 0  # live: places to cut a long utterance the VAD offered (`live_sentence_after_s`)
     sentence_places_decoded: int = 0  # of which transcribed (the rest were passed over for a newer place first)
-    #: Decoded places not cut, as their words went on: where (meeting seconds) and the last words heard.
-    sentence_places_refused: list[dict[str, object]] = field(default_factory=list)
+    sentence_places_refused: int = 0  # of the decoded, not cut, as their words went on
+    #: The latest refused places (at most `REFUSED_KEPT`, so an hours-long meeting keeps no growing list): where
+    #: (meeting seconds) and the last words heard.
+    sentence_places_refused_latest: deque[dict[str, object]] = field(
+        default_factory=lambda: deque(maxlen=REFUSED_KEPT))
 
     @property
     def real_time_factor(self) -> float:

@@ -123,9 +123,10 @@ def latency_figures(result: dict[str, Any], reference: list[dict[str, Any]]) -> 
         "speculative_finals": item.get("speculations"), "speculative_finals_used": item.get("speculations_used"),
         "sentence_cuts": item.get("sentence_cuts"),
         # Places the VAD offered to cut at a short pause; decoded (the rest gave way to a newer place before the
-        # recogniser was free); refused, as their words went on (where, and the words).
+        # recogniser was free); refused, as their words went on (the latest: where, and the words).
         "sentence_places": {"offered": item.get("sentence_places"), "decoded": item.get("sentence_places_decoded"),
-                            "refused": item.get("sentence_places_refused")},
+                            "refused": item.get("sentence_places_refused"),
+                            "refused_latest": item.get("sentence_places_refused_latest")},
         # The live words against the reference: live cuts and speculation must not cost words.
         "wer": error_rate(segments_text(reference), segments_text(segs))["rate"],
         "edge_cpu_s": item["cpu_s"], "recogniser_s": item["transcribe_s"],

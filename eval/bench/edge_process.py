@@ -300,6 +300,7 @@ def _capture_one(item: dict[str, Any], asr: Any, outbox: Any, options: Any, *, p
         "sentence_cuts": status.sentence_cuts, "sentence_places": status.sentence_places,
         "sentence_places_decoded": status.sentence_places_decoded,
         "sentence_places_refused": status.sentence_places_refused,
+        "sentence_places_refused_latest": list(status.sentence_places_refused_latest),
         "call_audio_s": [round(u["audio_s"], 3) for u in calls],
         "agent_latencies_s": [round(x, 4) for x in status.latencies],
         "uploader_acks": len(uploader.ack_times) if uploader is not None else None,
