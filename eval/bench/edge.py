@@ -27,9 +27,7 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +42,11 @@ from ..harness import (
     tokens,
     versions,
 )
-from .edge_latency import latency_figures, segments_text
-from .edge_process import Cloud, create_token, run_edge
-from .serve_process import ServeBenchError, free_port
+from .edge_latency import segments_text
+from .edge_library import library_part
+from .edge_paced import latency_part
+from .edge_process import run_edge
+from .serve_process import ServeBenchError
 
 
 def demo_file(name: str) -> Path:
@@ -59,7 +59,6 @@ def demo_file(name: str) -> Path:
 
 TARGET = {"rtf": 0.12, "peak_rss_mb": 450.0, "ack_minus_transcription_p95_ms": 1000.0}
 QUICK_SECONDS = 60.0
-SAMPLE_RATE = 16000
 EDGE_DISTRIBUTIONS = ("faster-whisper", "ctranslate2", "webrtcvad-wheels", "av", "opencc-python-reimplemented",
                       "httpx")
 
@@ -137,133 +136,6 @@ def _speed_matrix(args: argparse.Namespace) -> list[tuple[str, int, int, str | N
     return matrix + [("base", 1, 2, "en", None), ("base", 1, 2, None, 0.0), ("base", 1, 1, None, 0.0)]
 
 
-#: Partial captions in the latency runs: tiny.en (the smaller model) re-transcribing the utterance in progress.
-PARTIALS = {"model": "tiny.en", "cadence": 0.4}
-#: The pause left between reference utterances in the continuous-speech meeting.
-CONTINUOUS_GAP_S = 0.25
-
-
-def continuous_meeting(audio: Path, reference: list[dict[str, Any]], folder: Path) -> tuple[Path, list[dict[str, Any]]]:
-    """The meeting with every pause between utterances cut to `CONTINUOUS_GAP_S` (the reference's own spans,
-    spliced end to end: the words are the recording's, the times exact): speech that leaves the recogniser
-    no idle time, as a fast talker or a heated discussion does. Written as a 16 kHz WAV beside its reference."""
-    import wave
-
-    import numpy as np
-
-    from meetmem.edge.audio import read_file
-
-    samples = np.concatenate(list(read_file(audio, chunk_seconds=5.0)))
-    gap = np.zeros(int(CONTINUOUS_GAP_S * SAMPLE_RATE), dtype=np.int16)
-    parts: list[Any] = []
-    spliced: list[dict[str, Any]] = []
-    at = 0
-    for segment in reference:
-        piece = samples[int(segment["start"] * SAMPLE_RATE):int(segment["end"] * SAMPLE_RATE)]
-        spliced.append({**segment, "start": round(at / SAMPLE_RATE, 3),
-                        "end": round((at + len(piece)) / SAMPLE_RATE, 3)})
-        parts += [piece, gap]
-        at += len(piece) + len(gap)
-    path = folder / "continuous_meeting.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(SAMPLE_RATE)
-        out.writeframes(np.concatenate(parts).astype("<i2").tobytes())
-    return path, spliced
-
-
-def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[str, Any]], *,
-                 chunks: Sequence[float] = (1.0,), embedder: str = "minilm", partials: bool = True,
-                 continuous: bool = True, partial_models: Sequence[str] = ("tiny.en", "base"),
-                 without_speculation: bool = True, partials_alongside: bool = False,
-                 without_live_cuts: bool = True) -> dict[str, Any]:
-    """The meeting at speaking pace into a real cloud: once per chunk length (1 s is what `edge run
-    --realtime` reads a file in; 0.1 s is what the microphone delivers), with partial captions by tiny.en on;
-    then, in 0.1 s chunks, with partials by each other model of `partial_models` (base: the finals' own
-    model, no second one loaded), without partials (what they cost the finals), without partials nor
-    speculative finals (what speculation saves, in the same run), without live cuts (what they save: a long
-    utterance cut at its next pause after `CaptureOptions.live_cut_after_s`, or at a shorter one where its
-    words end a sentence after `live_sentence_after_s`, instead of at the VAD's length limit), and the
-    continuous-speech meeting, with and without live cuts.
-
-    Partials by the finals' own model take turns with the finals (one call at a time); `partials_alongside`
-    adds a column where that model is loaded with two workers sharing its weights, so passes run alongside
-    the finals (docs/BENCHMARKS.md "Issue 19: partial captions": +100 MB of peak RSS)."""
-    out: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-cloud-") as tmp:
-        db = Path(tmp) / "cloud.db"
-        token = create_token(db)
-        cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
-        first = partial_models[0] if partial_models else PARTIALS["model"]
-        # name, audio, reference, chunk seconds, partial model (None: off), speculative finals, workers of the
-        # finals' model (2: partials by that model run alongside the finals), live cuts (the default) or none
-        runs: list[tuple[str, Path, list[dict[str, Any]], float, str | None, bool, int, bool]] = [
-            (f"chunks_{chunk:g}s", audio, reference, chunk, first if partials else None, True, 1, True)
-            for chunk in chunks]
-        if partials:
-            runs += [(f"chunks_{chunks[-1]:g}s_partials_{model}", audio, reference, chunks[-1], model, True, 1, True)
-                     for model in partial_models[1:]]
-            if partials_alongside:
-                runs.append((f"chunks_{chunks[-1]:g}s_partials_base_alongside", audio, reference, chunks[-1], "base",
-                             True, 2, True))
-            runs.append((f"chunks_{chunks[-1]:g}s_without_partials", audio, reference, chunks[-1], None, True, 1,
-                         True))
-        if without_live_cuts:
-            runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_live_cuts", audio, reference, chunks[-1],
-                         None, True, 1, False))
-        if without_speculation:
-            runs.append((f"chunks_{chunks[-1]:g}s_without_partials_nor_speculation", audio, reference, chunks[-1],
-                         None, False, 1, True))
-        if continuous:
-            spliced, spliced_reference = continuous_meeting(audio, reference, Path(tmp))
-            runs.append((f"continuous_chunks_{chunks[-1]:g}s", spliced, spliced_reference, chunks[-1],
-                         first if partials else None, True, 1, True))
-            if without_live_cuts:
-                runs.append((f"continuous_chunks_{chunks[-1]:g}s_without_live_cuts", spliced, spliced_reference,
-                             chunks[-1], first if partials else None, True, 1, False))
-        _note(ctx, f"latency: starting `meetmem serve` on port {cloud.port} ({embedder} embeddings) ...")
-        try:
-            cloud.start()
-            ready_s = cloud.wait_ready(600.0)
-            at_ready = cloud.figures()
-            for name, path, ref, chunk, partial_model, speculate, n_workers, live_cuts in runs:
-                span = f"the first {cut:g} s" if cut and path == audio else "all of it"
-                captions = f"partials by {partial_model}" if partial_model else "no partials"
-                if partial_model == "base":
-                    captions += " alongside the finals" if n_workers > 1 else " taking turns with the finals"
-                _note(ctx, f"latency: {name}: {path.name} at speaking pace ({span}) in {chunk:g} s chunks, base "
-                           f"beam 1 on 2 threads, {captions}{'' if speculate else ', no speculative finals'}"
-                           f"{'' if live_cuts else ', no live cuts'} "
-                           f"(load average {os.getloadavg()[0]:.1f}) ...")
-                result = run_edge({"model": "base", "beam": 1, "threads": 2, "paced": True, "workers": n_workers,
-                                   "partials": {**PARTIALS, "model": partial_model} if partial_model else None,
-                                   **({} if speculate else {"speculate_after_ms": None}),
-                                   **({} if live_cuts else {"live_cut_after_s": None, "live_sentence_after_s": None}),
-                                   "cloud": {"url": cloud.url, "token": token, "timeout": 120.0},
-                                   "inputs": [{"path": str(path), "meeting": f"latency-{name}",
-                                               "seconds": cut if path == audio else None, "chunk_seconds": chunk}]})
-                out[name] = latency_figures(result, ref)
-                out[name]["partials"] = partial_model
-                out[name]["finals_model_workers"] = n_workers
-                out[name]["speculative_finals_on"] = speculate
-                out[name]["live_cuts_on"] = live_cuts
-                out[name]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
-                _note(ctx, "  end of speech -> acknowledged minus own transcription p95 "
-                           f"{out[name]['speech_end_to_ack_minus_own_transcription'].get('p95_ms')} ms; "
-                           f"first partial words p95 {out[name]['partial_first_words_after_spoken'].get('p95_ms')} ms")
-            at_end = cloud.figures()
-        finally:
-            stopped = cloud.stop()
-        problems = cloud.log_problems()
-    out["cloud"] = {"embedder": embedder, "start_to_ready_s": round(ready_s, 1), "peak_rss_mb": at_end.get("VmHWM"),
-                    "cpu_s_during_runs": round(at_end.get("cpu_s", 0.0) - at_ready.get("cpu_s", 0.0), 2),
-                    "stop": stopped, "log_problems": problems}
-    return out
-
-
-
-
 def clips_part(ctx: Any, data: Path | None) -> dict[str, Any]:
     if data is None:
         return {"skipped": "no --data given (the shared clips: --data ../shared/data/audio)"}
@@ -316,72 +188,6 @@ def glossary_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict
     return {"glossary": terms,
             "how": "the reference's speaker names plus the product codes in its text (regex [A-Z][A-Z0-9]*-\\d+)",
             **runs}
-
-
-def library_part(ctx: Any, audio: Path, reference: list[dict[str, Any]], data: Path | None, *,
-                 quick: bool = False) -> dict[str, Any]:
-    """The edge beside plain faster-whisper (`transcribe(beam_size=1, vad_filter=True)`), the library it wraps:
-    the same weights, the English clips plus the meeting, 2 threads, in the same run. Each side runs in a
-    fresh process; the rounds alternate which side goes first, so a neighbour's load falls on both alike.
-    The ratio is the edge's RTF over plain faster-whisper's (1.0: as fast)."""
-    inputs: list[dict[str, Any]] = []
-    references: list[str] = []
-    clips = json.loads((data / "index.json").read_text(encoding="utf-8")) if data and (data / "index.json").is_file() \
-        else []
-    for n, clip in enumerate(c for c in clips if c["language"] == "en"):
-        inputs.append({"path": str(data / clip["file"]), "meeting": f"clip-{n}"})  # type: ignore[operator]
-        references.append(clip["reference"])
-    inputs.append({"path": str(audio), "meeting": "meeting"})
-    references.append(segments_text(reference))
-    models = ("base",) if quick else ("tiny.en", "base")
-    rounds = 1 if quick else 2
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {m: {"edge": [], "plain": []} for m in models}
-    for round_no in range(rounds):
-        for model in models:
-            sides = ("edge", "plain") if round_no % 2 == 0 else ("plain", "edge")
-            for side in sides:
-                _note(ctx, f"library: {model} beam 1 on 2 threads, {side}, round {round_no + 1} of {rounds} ...")
-                result = run_edge({"model": model, "beam": 1, "threads": 2, "plain": side == "plain",
-                                   "inputs": inputs})
-                runs[model][side].append(_library_run(result, references))
-                _note(ctx, f"  RTF {runs[model][side][-1]['rtf']}, meeting WER {runs[model][side][-1]['meeting_wer']}, "
-                           f"peak RSS {runs[model][side][-1]['peak_rss_mb']} MB")
-    out: dict[str, Any] = {"inputs": [i["path"] for i in inputs], "audio_s": runs[models[0]]["edge"][0]["audio_s"],
-                           "models": {}}
-    for model in models:
-        edge, plain = runs[model]["edge"], runs[model]["plain"]
-        ratios = [e["wall_s"] / p["wall_s"] for e, p in zip(edge, plain, strict=True)]
-        out["models"][model] = {
-            "edge": edge, "plain": plain,
-            "rtf_ratio_edge_over_plain": round(sum(e["wall_s"] for e in edge) / sum(p["wall_s"] for p in plain), 3),
-            "rtf_ratio_per_round": [round(r, 3) for r in ratios],
-            # CPU seconds (every thread of the process) hold up better than wall time on a shared machine.
-            "cpu_ratio_edge_over_plain": round(sum(e["cpu_s"] for e in edge) / sum(p["cpu_s"] for p in plain), 3),
-            "wer": {"edge_meeting": edge[0]["meeting_wer"], "plain_meeting": plain[0]["meeting_wer"],
-                    "edge_clips": edge[0]["clips_wer"], "plain_clips": plain[0]["clips_wer"]},
-            "peak_rss_mb": {"edge": max(e["peak_rss_mb"] for e in edge), "plain": max(p["peak_rss_mb"] for p in plain)}}
-    return out
-
-
-def _library_run(result: dict[str, Any], references: list[str]) -> dict[str, Any]:
-    items = result["inputs"]
-    wall, audio_s = sum(i["wall_s"] for i in items), sum(i["audio_s"] for i in items)
-    clip_scores = [error_rate(ref, segments_text(i["segments"]))
-                   for ref, i in zip(references[:-1], items[:-1], strict=True)]
-    cpu = sum(i["cpu_s"] for i in items)
-    return {"wall_s": round(wall, 2), "audio_s": round(audio_s, 2), "rtf": round(wall / audio_s, 4),
-            "cpu_s": round(cpu, 2), "cpu_per_audio_s": round(cpu / audio_s, 4),
-            "meeting_rtf": round(items[-1]["wall_s"] / items[-1]["audio_s"], 4),
-            "meeting_wer": error_rate(references[-1], segments_text(items[-1]["segments"]))["rate"],
-            "clips_wer": pooled(clip_scores)["rate"] if clip_scores else None,
-            # plain faster-whisper detects once per file (a multilingual model, no language given)
-            "language_detections": sum(i["language_detections"] for i in items) if "language_detections" in items[0]
-            else len(items),
-            "recogniser_calls": sum(i.get("recogniser_calls", 0) for i in items) or None,
-            # every encoder pass of the process: 30 s windows decoded plus language detections
-            "encoder_passes": result.get("encoder_passes"),
-            "merged_utterances": sum(i.get("merged_utterances", 0) for i in items),
-            "peak_rss_mb": result["peak_rss_mb"], "other_processes_cores": result["process"]["other_processes_cores"]}
 
 
 # ------------------------------------------------------------------------------------------------------
