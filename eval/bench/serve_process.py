@@ -83,8 +83,10 @@ class Server:
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
-    def wait_ready(self, timeout: float) -> float:
-        """Seconds until /healthz answered 200; raises if the server exits or the timeout passes."""
+    def wait_ready(self, timeout: float, *, any_answer: bool = False) -> float:
+        """Seconds until /healthz answered 200 (with `any_answer`, answered at all: a server takes segments
+        before its indexes are warm, and ingest does not wait for those); raises if the server exits or the
+        timeout passes."""
         import httpx
 
         assert self.process is not None
@@ -93,12 +95,13 @@ class Server:
             if self.process.poll() is not None:
                 raise ServeBenchError(f"the server exited with status {self.process.returncode}:\n{self.log_tail()}")
             try:
-                if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200:
+                if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200 or any_answer:
                     return time.perf_counter() - t0
             except httpx.HTTPError:
                 pass
-            time.sleep(0.25)
-        raise ServeBenchError(f"the server was not ready within {timeout:g} s:\n{self.log_tail()}")
+            time.sleep(0.05 if any_answer else 0.25)  # not listening (or not ready) yet: poll again shortly
+        raise ServeBenchError(f"the server was not {'answering' if any_answer else 'ready'} within {timeout:g} s:\n"
+                              f"{self.log_tail()}")
 
     def figures(self) -> dict[str, float]:
         figures = proc_figures(self.process.pid) if self.process is not None else {}
