@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import serve_process
 from .serve_process import Server
 
 
@@ -37,11 +38,8 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str, every: 
 
 
 def create_token(db: Path, tenant: str) -> str:
-    from meetmem.cloud.auth import TokenStore
-    from meetmem.store.log import TranscriptLog
-
-    with TranscriptLog(db) as transcript_log:
-        return TokenStore(transcript_log).create(tenant, label="bench faults")
+    """A token of `tenant` in the SQLite database `db`."""
+    return serve_process.create_token(db, tenant, label="bench faults")
 
 
 def tally(db: Path, tenant: str, acknowledged: dict[tuple[str, str], set[int]],

@@ -40,18 +40,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..harness import checkout, db_bytes, guarded, latency, machine_info, rate
+from ..harness import checkout, db_bytes, guarded, machine_info
 from .serve_load import LiveMeeting, LoadPlan, Question, Tally, live_speakers, run_load
 from .serve_pg import PgDeployment, index_search_rows
-from .serve_process import ServeBenchError, Server, Worker, free_port, machine_cpu_ticks
-from .store import ingest
+from .serve_prepare import preloaded_meetings, prepare
+from .serve_process import ServeBenchError, Server, Worker, create_token, create_token_pg, free_port, machine_cpu_ticks
+from .serve_report import compared, load_report
 from .store_corpus import Corpus, generate_corpus
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SEED = 20250304
-MEETING_S = 3600.0
-TARGET = {"devices": 50, "askers": 10, "duration_s": 300.0, "ask_p95_ms": 300.0, "searchable_p95_ms": 1000.0}
 
 
 def _note(ctx: Any, message: str) -> None:
@@ -59,111 +58,6 @@ def _note(ctx: Any, message: str) -> None:
         from meetmem.cli.progress import note
 
         note(message)
-
-
-# ------------------------------------------------------------------------------------------------------
-# Preparation: hours of meetings, embedded, in a database the server opens.
-# ------------------------------------------------------------------------------------------------------
-
-
-def meeting_of(seconds: float, seed: int) -> Corpus:
-    """A generated meeting cut to `seconds` of talk (store_corpus's pace is ~5 s a segment)."""
-    corpus = generate_corpus(max(10, int(seconds / 3.5)), seed)
-    keep = sum(1 for end in corpus.ends if end <= seconds) or 1
-    return Corpus(corpus.texts[:keep], corpus.speakers[:keep], corpus.starts[:keep], corpus.ends[:keep],
-                  [f for f in corpus.facts if f.index < keep], corpus.codes)
-
-
-def preloaded_meetings(hours: float, seed: int) -> list[tuple[str, Corpus]]:
-    """`hours` of meetings, one hour each (the last one shorter); ids name the seed and the length."""
-    out = []
-    left, number = hours * 3600.0, 1
-    while left > 1.0:
-        seconds = min(MEETING_S, left)
-        out.append((f"preload-s{seed}-{number:02d}-{round(seconds / 60)}min", meeting_of(seconds, seed + number)))
-        left -= seconds
-        number += 1
-    return out
-
-
-def prepare(ctx: Any, path: Path, meetings: list[tuple[str, Corpus]], tenant: str) -> dict[str, Any]:
-    """Append and embed the meetings the database does not hold yet; returns what it did."""
-    from meetmem.cli.progress import StderrProgress
-    from meetmem.store.index.embedder_routes import embedder_routes
-    from meetmem.store.index.search import TranscriptSearch
-    from meetmem.store.log import TranscriptLog
-
-    settings = ctx.settings
-    out: dict[str, Any] = {"appended_meetings": 0, "append_s": 0.0, "index_s": 0.0}
-    transcript_log = TranscriptLog(path)
-    try:
-        for meeting_id, corpus in meetings:
-            if transcript_log.has_meeting(meeting_id, tenant=tenant):
-                count, _ = transcript_log.meeting_stats(meeting_id, tenant=tenant)
-                if count != len(corpus):
-                    raise ServeBenchError(
-                        f"{path} holds {count} segments of {meeting_id}, expected {len(corpus)}: an interrupted "
-                        "preparation? delete the --work-db file and run again")
-                continue
-            seconds, _, _ = ingest(transcript_log, meeting_id, tenant, corpus, batch=50, devices=5)
-            out["appended_meetings"] += 1
-            out["append_s"] += seconds
-        ids = [meeting_id for meeting_id, _ in meetings]
-        out["vectors_missing_before"] = missing_vectors(transcript_log, ids, tenant, settings.embedder)
-        if out["vectors_missing_before"]:
-            # Only when needed: even reading cached vectors loads the model (it asks the embedder its dimension).
-            routes = embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads,
-                                     on_load=lambda name: _note(ctx, f"loading the {name} embedding model ..."))
-            search = TranscriptSearch(transcript_log, routes)
-            t0 = time.perf_counter()
-            for meeting_id in ids:
-                progress = StderrProgress(f"embedding {meeting_id}", interval=10.0, enabled=not ctx.quiet)
-                search.meeting_index(meeting_id, tenant=tenant, progress=progress)
-            out["index_s"] = time.perf_counter() - t0
-        out["vectors_in_db"] = (transcript_log.read("SELECT COUNT(*) FROM segment_vectors")[0][0]
-                                if _has_vectors_table(transcript_log) else 0)
-        out["segments_in_db"] = transcript_log.count()
-        out["meetings_in_db"] = len(transcript_log.meetings())
-        transcript_log.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        transcript_log.close()
-    return {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}
-
-
-def _has_vectors_table(transcript_log: Any) -> bool:
-    return bool(transcript_log.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'segment_vectors'"))
-
-
-def missing_vectors(transcript_log: Any, meeting_ids: list[str], tenant: str, model: str) -> int:
-    """How many segments of the meetings have no cached vector of `model` (0 for `--embedder none`)."""
-    from meetmem.store.index.search_types import vector_key
-
-    if model == "none":
-        return 0
-    if not _has_vectors_table(transcript_log):
-        return transcript_log.count()
-    marks = ",".join("?" * len(meeting_ids))
-    return transcript_log.read(
-        f"SELECT COUNT(*) FROM segments s WHERE s.tenant = ? AND s.meeting_id IN ({marks}) AND NOT EXISTS "
-        "(SELECT 1 FROM segment_vectors v WHERE v.segment_id = s.segment_id AND v.model = ?)",
-        (tenant, *meeting_ids, vector_key(model)),
-    )[0][0]
-
-
-def create_token_pg(url: str, tenant: str) -> str:
-    from meetmem.cloud.auth import TokenStore
-    from meetmem.store.pg.log import PgTranscriptLog
-
-    with PgTranscriptLog(url) as transcript_log:
-        return TokenStore(transcript_log).create(tenant, label="bench serve")
-
-
-def create_token(path: Path, tenant: str) -> str:
-    from meetmem.cloud.auth import TokenStore
-    from meetmem.store.log import TranscriptLog
-
-    with TranscriptLog(path) as transcript_log:
-        return TokenStore(transcript_log).create(tenant, label="bench serve")
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -219,86 +113,6 @@ def _live_meetings(args: argparse.Namespace, stamp: str) -> list[LiveMeeting]:
     size = max(50, int(args.per_meeting * args.duration / args.pace * 1.5))
     return [LiveMeeting(f"live-{stamp}-{m + 1:02d}", generate_corpus(size, args.seed + 10_000 + m),
                         live_speakers(args.seed, m, args.per_meeting)) for m in range(count)]
-
-
-def _targets(args: argparse.Namespace, tally: Tally, ask: dict[str, Any], searchable: dict[str, Any]) -> dict[str, Any]:
-    errors = sum(tally.errors.values())
-    checks = {
-        "scale": {"target": f"{TARGET['devices']} devices + {TARGET['askers']} askers for "
-                            f"{TARGET['duration_s']:g} s",
-                  "value": f"{args.devices} devices + {args.askers} askers for {args.duration:g} s",
-                  "pass": args.devices >= TARGET["devices"] and args.askers >= TARGET["askers"]
-                  and args.duration >= TARGET["duration_s"]},
-        "errors": {"target": "0", "value": errors, "pass": errors == 0},
-        "ask_p95_ms": {"target": f"<= {TARGET['ask_p95_ms']:g}", "value": ask.get("p95_ms"),
-                       "pass": ask.get("n", 0) > 0 and ask["p95_ms"] <= TARGET["ask_p95_ms"]},
-        "searchable_p95_ms": {"target": f"<= {TARGET['searchable_p95_ms']:g}", "value": searchable.get("p95_ms"),
-                              "pass": searchable.get("n", 0) > 0
-                              and searchable["p95_ms"] <= TARGET["searchable_p95_ms"]},
-    }
-    return {**checks, "all_pass": all(c["pass"] for c in checks.values())}
-
-
-def ask_parts(tally: Tally) -> dict[str, Any]:
-    """Where the answers' time went, by the server's Server-Timing spans (mean and p95 per part, ms; see
-    meetmem.store.index.timing) plus `outside_handler`: the client's time the handler did not see."""
-    out: dict[str, Any] = {}
-    for name, values in tally.ask_spans.items():
-        if values:
-            ordered = sorted(values)
-            out[name] = {"mean_ms": round(1000 * sum(values) / len(values), 1),
-                         "p50_ms": round(1000 * ordered[(len(ordered) - 1) // 2], 1),
-                         "p95_ms": round(1000 * ordered[math.ceil(0.95 * len(ordered)) - 1], 1),
-                         "share_of_ask_time": round(sum(values) / max(1e-9, sum(tally.latency["ask"])), 3)}
-    return out
-
-
-def compared(without: Tally, with_ingest: Tally) -> dict[str, Any]:
-    """The same askers' answers without and with devices posting (`--compare-ingest`)."""
-    a, b = latency(without.latency["ask"]), latency(with_ingest.latency["ask"])
-    pre_a = latency(without.ask_by_source.get("preloaded", []))
-    pre_b = latency(with_ingest.ask_by_source.get("preloaded", []))
-    return {
-        "without_ingest": {"ask": a, "ask_preloaded": pre_a, "ask_time_by_part": ask_parts(without),
-                           "errors": sum(without.errors.values())},
-        "with_ingest": {"ask": b, "ask_preloaded": pre_b,
-                        "ask_live": latency(with_ingest.ask_by_source.get("live", [])),
-                        "ask_time_by_part": ask_parts(with_ingest), "errors": sum(with_ingest.errors.values())},
-        "ask_p50_ratio": round(b["p50_ms"] / a["p50_ms"], 2) if a.get("n") and b.get("n") else None,
-        "ask_p95_ratio": round(b["p95_ms"] / a["p95_ms"], 2) if a.get("n") and b.get("n") else None,
-        "note": "the same askers and questions' seed, one server: first alone for --duration, then with --devices "
-                "posting for --duration (the with-ingest askers also ask about the live meetings)",
-    }
-
-
-def _report(args: argparse.Namespace, tally: Tally, load_s: float) -> dict[str, Any]:
-    ask = latency(tally.latency["ask"])
-    searchable = latency(tally.searchable)
-    attempts = tally.probe_attempts
-    cited = {
-        source: {"asked": tally.cited[f"{source}_asked"],
-                 "source_cited_first": round(tally.cited[f"{source}_first"] / tally.cited[f"{source}_asked"], 3),
-                 "source_cited": round(tally.cited[f"{source}_any"] / tally.cited[f"{source}_asked"], 3)}
-        for source in ("preloaded", "live") if tally.cited[f"{source}_asked"]
-    }
-    return {
-        "requests": dict(tally.requests),
-        "requests_per_s": rate(sum(tally.requests.values()), load_s),
-        "segments_posted": tally.segments_posted,
-        "segments_per_s": rate(tally.segments_posted, load_s),
-        "ingest": latency(tally.latency["ingest"]),
-        "ask": {**ask, "by_source": {k: latency(v) for k, v in tally.ask_by_source.items()},
-                "answers_citing_the_source": cited},
-        "searchable": {**searchable, "probes_found": len(attempts),
-                       "found_at_first_search": sum(1 for a in attempts if a == 1),
-                       "max_searches": max(attempts, default=0),
-                       "finding_search_sent_after_ack": latency(tally.searchable_sent)},
-        "ask_time_by_part": ask_parts(tally),
-        "search_requests": latency(tally.latency["search"]),
-        "errors": {"total": sum(tally.errors.values()), "by_kind": dict(tally.errors)},
-        "targets": _targets(args, tally, ask, searchable),
-    }
-
 
 def _wait_workers(deployment: PgDeployment, url: str, workers: list[Worker], timeout: float) -> float:
     """Seconds until every worker has beaten in the queue's table; raises if one exits or the time passes."""
@@ -522,7 +336,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         "load_generator": {"cpu_s": measured["load_generator_cpu_s"],
                            "cores_busy": measured["cores_busy_during_load"]["load_generator"]},
         "load_s": round(load_s, 1),
-        **_report(args, measured["tally"], load_s),
+        **load_report(args, measured["tally"], load_s),
         **({"compare_ingest": compared(measured["without_ingest"], measured["tally"])}
            if measured["without_ingest"] is not None else {}),
         "db_bytes": {"before": db_before, "after": db_after},

@@ -211,3 +211,19 @@ def tree_cpu_s(pid: int) -> float:
     return total / tick
 
 
+def create_token_pg(url: str, tenant: str, label: str = "bench serve") -> str:
+    """A token of `tenant` in the PostgreSQL database at `url`."""
+    from meetmem.cloud.auth import TokenStore
+    from meetmem.store.pg.log import PgTranscriptLog
+
+    with PgTranscriptLog(url) as transcript_log:
+        return TokenStore(transcript_log).create(tenant, label=label)
+
+
+def create_token(path: Path, tenant: str, label: str = "bench serve") -> str:
+    """A token of `tenant` in the SQLite database at `path`."""
+    from meetmem.cloud.auth import TokenStore
+    from meetmem.store.log import TranscriptLog
+
+    with TranscriptLog(path) as transcript_log:
+        return TokenStore(transcript_log).create(tenant, label=label)
