@@ -15,15 +15,17 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .asr import ASR, TranscriptPiece
+from .audio import skip_samples, tee
 from .capture_options import CaptureOptions, CaptureStatus
 from .cleaning import FillerCleaner
+from .degradation import step_when_behind
 from .language import LanguagePolicy
 from .outbox import Outbox, OutboxSegment
 from .packing import pack_size, packed_seconds, transcribe_packed
@@ -120,9 +122,9 @@ class CaptureAgent:
         status.resumed_at = status.audio_time = done_until
         vad = VADSegmenter(self.options.vad_for(live or anchor is not None), wall_clock_anchor=anchor)
         base = offset + skip / SAMPLE_RATE
-        heard = _skip(chunks, skip)
+        heard = skip_samples(chunks, skip)
         if self.on_audio is not None:
-            heard = _tee(heard, base, self.on_audio)
+            heard = tee(heard, base, self.on_audio)
         if live or anchor is not None:
             self._live = True
             self._run_live(heard, vad, base, source)
@@ -284,37 +286,9 @@ class CaptureAgent:
         return (utterance.start_sample, utterance.end_sample) in self._speculated
 
     def _note_backlog(self, backlog: list[Utterance], ended: bool) -> None:
-        """Record how far the recogniser is behind and take the next degradation step when it is.
-
-        Two or more utterances waiting at once (the end of the input aside) means speech ends faster than
-        it is transcribed. The steps, in order, each taken once and reported in `status.degradations`: the
-        language is no longer detected again (one encoder pass less per call), then beam search falls back
-        to greedy decoding (when it was wider), then partial captions step down: their smaller model when
-        one was given, else half as many passes, and none alongside a final any more. Audio is never
-        dropped: the backlog goes into packed calls.
-        """
-        status = self.status
-        waiting_s = sum(u.duration for u in backlog)
-        status.backlog_max = max(status.backlog_max, len(backlog))
-        status.backlog_max_s = round(max(status.backlog_max_s, waiting_s), 3)
-        if len(backlog) < 2 or ended:
-            return
-        at = round(backlog[0].start, 3)
-        if self.languages.freeze():
-            status.degradations.append({"step": "language fixed", "language": self.languages.language,
-                                        "at_s": at, "backlog": len(backlog)})
-            log.info("behind by %d utterances: keeping %s without detecting the language again", len(backlog),
-                     self.languages.language)
-            return
-        greedy = getattr(self.asr, "use_greedy", None)
-        if greedy is not None and greedy():
-            status.degradations.append({"step": "beam 1", "at_s": at, "backlog": len(backlog)})
-            log.info("behind by %d utterances: greedy decoding from now on", len(backlog))
-            return
-        stepped = self.captions.step_down() if self.captions is not None else None
-        if stepped is not None:
-            status.degradations.append({"step": "partials: " + stepped, "at_s": at, "backlog": len(backlog)})
-            log.info("behind by %d utterances: partial captions %s, only between finals", len(backlog), stepped)
+        """Record how far the recogniser is behind and take the next degradation step when it is
+        (`degradation.step_when_behind`)."""
+        step_when_behind(backlog, ended, self.status, self.languages, self.asr, self.captions)
 
     def _recognise(self, audio: np.ndarray, at: float, offset: float,
                    speaker: str | None = None) -> list[TranscriptPiece]:
@@ -410,16 +384,6 @@ class CaptureAgent:
         return self.turns.label(utterance)
 
 
-def _tee(chunks: Iterable[np.ndarray], start: float,
-         keep: Callable[[np.ndarray, float], None]) -> Iterator[np.ndarray]:
-    """The chunks unchanged, each also handed to `keep` with its start on the meeting's clock."""
-    position = start
-    for chunk in chunks:
-        keep(chunk, position)
-        position += len(chunk) / SAMPLE_RATE
-        yield chunk
-
-
 @dataclass(frozen=True, slots=True)
 class _Speculation:
     """The reader's word that an utterance is about to close (`VADSegmenter.closing_candidate`), or, with `cut`,
@@ -427,18 +391,6 @@ class _Speculation:
 
     utterance: Utterance
     cut: bool = False
-
-
-def _skip(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:
-    """The chunks without their first `samples` samples (what an earlier run already captured)."""
-    for chunk in chunks:
-        if samples <= 0:
-            yield chunk
-        elif len(chunk) <= samples:
-            samples -= len(chunk)
-        else:
-            yield chunk[samples:]
-            samples = 0
 
 
 def default_outbox_path() -> Path:

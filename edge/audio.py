@@ -15,7 +15,7 @@ import logging
 import os
 import struct
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any, BinaryIO, Protocol
@@ -269,3 +269,25 @@ def _riff_data_seconds(source: str) -> float | None:
                     handle.seek(length + length % 2, os.SEEK_CUR)
     except OSError:
         return None
+
+
+def tee(chunks: Iterable[np.ndarray], start: float,
+         keep: Callable[[np.ndarray, float], None]) -> Iterator[np.ndarray]:
+    """The chunks unchanged, each also handed to `keep` with its start on the meeting's clock."""
+    position = start
+    for chunk in chunks:
+        keep(chunk, position)
+        position += len(chunk) / SAMPLE_RATE
+        yield chunk
+
+
+def skip_samples(chunks: Iterable[np.ndarray], samples: int) -> Iterator[np.ndarray]:
+    """The chunks without their first `samples` samples (what an earlier run already captured)."""
+    for chunk in chunks:
+        if samples <= 0:
+            yield chunk
+        elif len(chunk) <= samples:
+            samples -= len(chunk)
+        else:
+            yield chunk[samples:]
+            samples = 0
