@@ -13,8 +13,8 @@ from typing import Any
 
 from ..harness import say_if
 from .edge_latency import SAMPLE_RATE, latency_figures
-from .edge_process import Cloud, create_token, run_edge
-from .serve_process import free_port
+from .edge_process import TENANT, Cloud, run_edge
+from .serve_process import create_token, free_port
 
 
 def _note(ctx: Any, message: str) -> None:
@@ -77,7 +77,7 @@ def latency_part(ctx: Any, audio: Path, cut: float | None, reference: list[dict[
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="meetmem-bench-edge-cloud-") as tmp:
         db = Path(tmp) / "cloud.db"
-        token = create_token(db)
+        token = create_token(db, TENANT, label="bench edge")
         cloud = Cloud(db, free_port(), embedder, Path(tmp) / "serve.log")
         first = partial_models[0] if partial_models else PARTIALS["model"]
         # name, audio, reference, chunk seconds, partial model (None: off), speculative finals, workers of the

@@ -365,16 +365,6 @@ class Cloud(Server):
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def create_token(db: Path) -> str:
-    exe = Path(sys.executable).with_name("meetmem")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
-    proc = subprocess.run([*command, "token", "create", "--tenant", TENANT, "--db", str(db), "-q"],
-                          capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise ServeBenchError(f"`meetmem token create` failed: {proc.stderr.strip()}")
-    return proc.stdout.strip()
-
-
 def main() -> int:
     job = json.load(sys.stdin)
     result = capture(job)
