@@ -66,7 +66,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         from meetmem.store.backends import open_log, open_search
         from meetmem.store.index.embedder_routes import embedder_routes
         from meetmem.store.receipts import ReceiptKey
-        from meetmem.summarizers.backends import make_digest_parts
+        from meetmem.summarizers.backends import make_digest_parts, shared_minilm
         from meetmem.summarizers.digest import MeetingDigester
 
         from .auth import TokenStore
@@ -90,7 +90,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
                                                llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
                                                llm_timeout=settings.llm_timeout,
-                                               llm_system_role=settings.llm_system_role)
+                                               llm_system_role=settings.llm_system_role,
+                                               ledger=settings.ledger_for_embedder(), embedder=shared_minilm(routes))
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
         answerer = make_answerer(settings, search, digester.stored, stamp=digester.stamp)
         shared = _shared_across_processes(settings.database_url, jobs=settings.index_fallback_after > 0)

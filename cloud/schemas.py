@@ -227,6 +227,11 @@ class SummaryOut(BaseModel):
     note: str | None = None
 
 
+class MadeByOut(BaseModel):
+    kind: Literal["rules", "model", "both"]
+    version: str
+
+
 class LedgerItemOut(BaseModel):
     id: str
     text: str
@@ -234,6 +239,8 @@ class LedgerItemOut(BaseModel):
     superseded_by: str | None
     source: SourceOut
     origin: str = "rules"
+    made_by: MadeByOut | None = Field(default=None, description="what extracted the item (rules, model or both) "
+                                      "and its version")
     owner: str | None = None
     owner_name: str | None = Field(default=None, description="the owner's name in the speaker map, when the owner "
                                    "is a speaker label")

@@ -43,6 +43,11 @@ class Settings(BaseSettings):
         description="how L1/L2 summaries are made: extractive (no model, verbatim sentences) or llm (an "
         "OpenAI-compatible chat API, validated against the transcript; extractive when it fails)",
     )
+    ledger: str = Field(
+        default="combined",
+        description="how the ledger's decisions, todos and open questions are found: combined (the rules and the "
+        "learned detector), detector or rules; with embedder none, rules",
+    )
     llm_url: str | None = Field(default=None, description="base URL of an OpenAI-compatible API, e.g. "
                                 "http://127.0.0.1:8080/v1 (llama.cpp server, vLLM, Ollama, a hosted service)")
     llm_model: str | None = Field(default=None, description="the model name sent to that API")
@@ -140,6 +145,11 @@ class Settings(BaseSettings):
         description="the file of the key that signs every acknowledgement's receipt (made on first use; default: "
         "beside the database, `<db>.receipt-key`). Keep it out of reach of whoever can write the database",
     )
+
+    def ledger_for_embedder(self) -> str:
+        """The ledger to build: `ledger`, except the rules alone when no embedding model is wanted
+        (`embedder` none: the detector reads all-MiniLM-L6-v2 embeddings)."""
+        return "rules" if self.embedder == "none" else self.ledger
 
     def receipt_key_path(self) -> Path:
         """Where the receipt key lives: `receipt_key`, else beside the database (the SQLite file's path also

@@ -149,7 +149,7 @@ class DerivedStore:
 
 
 _ITEM_FIELDS = ("id", "kind", "text", "status", "superseded_by", "owner", "task", "due", "due_date", "what", "value",
-                "origin")
+                "origin", "version")
 
 
 def item_row(item: LedgerItem) -> dict[str, Any]:

@@ -189,7 +189,9 @@ class LedgerItem:
 
     `status` is `current` until a later statement changes the item; then it is `superseded` and
     `superseded_by` names the item that replaced it. Both stay in the ledger, in time order.
-    `origin` says what extracted it (`rules`, or `llm` for a validated model pass).
+    `origin` says what extracted it: `rules`, `detector` (the learned detector), `both` (the rules' item
+    the detector also found), or `llm` (a validated model pass); `version` is the detector's or model's
+    version when one took part. `made_by` in the public shape says both.
     """
 
     id: str
@@ -205,6 +207,12 @@ class LedgerItem:
     what: str | None = None
     value: str | None = None
     origin: str = "rules"
+    version: str | None = None
+
+    def made_by(self) -> dict[str, str]:
+        """The CONTRACT's `made_by`: `rules`, `model` or `both`, and the version of what made it."""
+        kind = {"rules": "rules", "both": "both"}.get(self.origin, "model")
+        return {"kind": kind, "version": self.version or ("rules" if kind == "rules" else self.origin)}
 
     def public(self) -> dict[str, Any]:
         """The CONTRACT's item shape; todos add owner/task/due/due_date, facts add what/value."""
@@ -217,6 +225,7 @@ class LedgerItem:
         elif self.kind == "glossary" and self.what is not None:
             out["category"] = self.what
         out["origin"] = self.origin
+        out["made_by"] = self.made_by()
         return out
 
 

@@ -3,7 +3,7 @@ factory call this)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .base import Summarizer
 from .errors import SummarizerError
@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from .llm.chat import OpenAIChat
 
 BACKENDS = ("extractive", "llm")
+#: The ledgers: the rules with the learned detector (the default: best on AMI's report half, docs/BENCHMARKS.md),
+#: the detector's decisions, todos and open questions alone, or the rules alone.
+LEDGERS = ("combined", "detector", "rules")
 
 
 def make_digest_parts(
@@ -23,22 +26,35 @@ def make_digest_parts(
     llm_api_key: str | None = None,
     llm_timeout: float = 60.0,
     llm_system_role: bool = True,
+    ledger: str = "combined",
+    embedder: Any = None,
 ) -> tuple[Summarizer, LedgerExtractor]:
-    """The summarizer and the ledger extractor for `MeetingDigester`, chosen by `backend`.
+    """The summarizer and the ledger extractor for `MeetingDigester`, chosen by `backend` and `ledger`.
 
-    `extractive`: the extractive summarizer and the rules' ledger (`ledger.IncrementalLedger`). `llm`: the
-    LLM summarizer and the rules' ledger plus a vetted LLM pass (`ledger_llm.LLMLedger`), both asking one
-    OpenAI-compatible chat API at `llm_url`.
+    `extractive`: the extractive summarizer and the ledger chosen by `ledger` (`ledger_learned.LearnedLedger`:
+    the rules with the learned detector by default). `llm`: the LLM summarizer and the rules' ledger plus a
+    vetted LLM pass (`ledger_llm.LLMLedger`), both asking one OpenAI-compatible chat API at `llm_url`.
+
+    Args:
+        ledger: `combined`, `detector` or `rules` (see `LEDGERS`).
+        embedder: the all-MiniLM-L6-v2 embedder the process already holds, for the detector to share (it
+            loads its own on first use when None).
 
     Raises:
-        SummarizerError: an unknown backend, or `llm` without a URL or model.
+        SummarizerError: an unknown backend or ledger, or `llm` without a URL or model.
     """
     from .extractive import ExtractiveSummarizer
     from .ledger import IncrementalLedger
 
+    if ledger not in LEDGERS:
+        raise SummarizerError(f"unknown ledger {ledger!r}: choose one of {', '.join(LEDGERS)}")
     extractive = ExtractiveSummarizer()
     if backend == "extractive":
-        return extractive, IncrementalLedger()
+        if ledger == "rules":
+            return extractive, IncrementalLedger()
+        from .ledger_learned import LearnedLedger, UtteranceScorer
+
+        return extractive, LearnedLedger(UtteranceScorer(embedder), mode=ledger)
     if backend != "llm":
         raise SummarizerError(f"unknown summarizer {backend!r}: choose one of {', '.join(BACKENDS)}")
     from .ledger_llm import LLMLedger
@@ -56,3 +72,9 @@ def _chat(llm_url: str | None, llm_model: str | None, llm_api_key: str | None, l
     from .llm.chat import OpenAIChat
 
     return OpenAIChat(llm_url, llm_model, api_key=llm_api_key, timeout=llm_timeout, system_role=system_role)
+
+
+def shared_minilm(routes: Any) -> Any:
+    """The embedding routes' default model when it is all-MiniLM-L6-v2 (the detector's), else None."""
+    default = getattr(routes, "default", None)
+    return default if getattr(default, "name", None) == "minilm" else None

@@ -124,53 +124,83 @@ def _figures(c: dict[str, int]) -> dict[str, Any]:
 
 
 def run(data_dir: Path, split: str = "dev", *, limit: int | None = None,
-        meetings: Sequence[str] | None = None) -> dict[str, Any]:
-    """Score the ledger's todos and decisions on the split's AMI meetings; returns the JSON report."""
-    from meetmem.summarizers.ledger import extract_ledger
+        meetings: Sequence[str] | None = None, half: str = "all",
+        extractors: Sequence[str] = ("rules",)) -> dict[str, Any]:
+    """Score the ledger's todos and decisions on the split's AMI meetings; returns the JSON report.
+
+    Args:
+        half: `tune`, `report` or `all` of AMI dev, split by series (`eval.training.ami_split`).
+        extractors: which ledgers to score, each in the same run: `rules` (the rules alone), `detector`
+            (the learned detector's decisions and todos) and `combined` (the default ledger: both).
+    """
+    from meetmem.summarizers.ledger_learned import LearnedLedger
+
+    from ..training.ami_split import in_half
 
     loaded = load_meetings(Path(data_dir), split)
+    loaded = [m for m in loaded if in_half(m["meeting_id"], half)]
     if meetings:
         wanted = set(meetings)
         loaded = [m for m in loaded if m["meeting_id"] in wanted]
     if limit:
         loaded = loaded[:limit]
-    totals = {kind: dict.fromkeys(("extracted", "gold", "gold_with_evidence", "evidence_items_matched",
-                                   "evidence_gold_matched", "text_items_matched", "text_gold_matched"), 0)
-              for kind in _KINDS}
-    per_meeting: dict[str, dict[str, Any]] = {}
-    no_actions = 0
-    t0 = time.perf_counter()
-    n_segments = 0
-    for meeting in loaded:
-        segments = ami_segments(meeting)
-        n_segments += len(segments)
-        items = extract_ledger(segments)
-        summary = meeting.get("abstractive_summary") or {}
-        row: dict[str, Any] = {}
-        for kind, key in _KINDS.items():
-            gold = [g for g in summary.get(key, []) if g["text"].strip() != "NA."]
-            if kind == "todo" and not gold:
-                no_actions += 1
-            counts = _score([it for it in items if it.kind == kind], gold)
-            for name, value in counts.items():
-                totals[kind][name] += value
-            row[kind] = counts
-        per_meeting[meeting["meeting_id"]] = row
-    seconds = time.perf_counter() - t0
-    return {
+    if not loaded:
+        raise BenchDataError(f"no AMI meeting of {data_dir}/{split} is in the {half} half with those filters")
+    segments_of = {m["meeting_id"]: ami_segments(m) for m in loaded}
+    n_segments = sum(len(v) for v in segments_of.values())
+    hours = sum((v[-1].end - v[0].start) / 3600 for v in segments_of.values() if v)
+    report: dict[str, Any] = {
         "benchmark": "ami_ledger",
         "split": split,
+        "half": half,
         "meetings": len(loaded),
-        "meetings_without_actions": no_actions,
+        "meetings_without_actions": sum(1 for m in loaded if not _gold(m)["todo"]),
         "segments": n_segments,
+        "speech_hours": round(hours, 2),
         "match": {"evidence": "the item's cited segments overlap the gold sentence's evidence_da_ids",
                   "text": f"content-word token F1 >= {TEXT_F1_THRESHOLD} with the gold sentence, same meeting"},
         "averaging": "micro (counts pooled over meetings)",
-        "todos": _figures(totals["todo"]),
-        "decisions": _figures(totals["decision"]),
-        "seconds": round(seconds, 2),
-        "per_meeting": per_meeting,
     }
+    for name in extractors:
+        extractor = LearnedLedger(mode=name)
+        totals = {kind: dict.fromkeys(("extracted", "gold", "gold_with_evidence", "evidence_items_matched",
+                                       "evidence_gold_matched", "text_items_matched", "text_gold_matched"), 0)
+                  for kind in _KINDS}
+        per_meeting: dict[str, dict[str, Any]] = {}
+        cited = items_n = 0
+        version = None
+        t0 = time.perf_counter()
+        for meeting in loaded:
+            items = extractor(segments_of[meeting["meeting_id"]])
+            if extractor.last_notes:
+                raise BenchDataError(f"{name} on {meeting['meeting_id']}: {extractor.last_notes[0]}")
+            gold = _gold(meeting)
+            row: dict[str, Any] = {}
+            for kind in _KINDS:
+                found = [it for it in items if it.kind == kind]
+                items_n += len(found)
+                cited += sum(len(it.source.segment_ids) for it in found)
+                version = version or next((it.version for it in found if it.version), None)
+                counts = _score(found, gold[kind])
+                for key, value in counts.items():
+                    totals[kind][key] += value
+                row[kind] = counts
+            per_meeting[meeting["meeting_id"]] = row
+        seconds = time.perf_counter() - t0
+        report[name] = {
+            "version": version or "rules",
+            "todos": _figures(totals["todo"]),
+            "decisions": _figures(totals["decision"]),
+            "segments_cited_per_item": round(cited / items_n, 2) if items_n else None,
+            "seconds": round(seconds, 2),
+            "seconds_per_meeting_hour": round(seconds / hours, 2) if hours else None,
+            "per_meeting": per_meeting,
+        }
+    if len(extractors) == 1:  # the shape of earlier runs: the one ledger's figures at the top level
+        only = report.pop(extractors[0])
+        report.update({k: v for k, v in only.items()})
+        report["ledger"] = extractors[0]
+    return report
 
 
 #: The fixed AMI dev meetings the model pass is measured on (one window each): the kick-off meetings of
@@ -376,16 +406,21 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
         sys.stdout.write(json.dumps(report, indent=None if args.json else 1, ensure_ascii=False) + "\n")
         return 0
     meetings = [m.strip() for m in args.meetings.split(",") if m.strip()] if args.meetings else None
-    report = run(Path(args.data), args.split, limit=args.limit, meetings=meetings)
+    extractors = ("rules", "detector", "combined") if args.ledger == "all" else (args.ledger,)
+    report = run(Path(args.data), args.split, limit=args.limit, meetings=meetings, half=args.half,
+                 extractors=extractors)
     if not args.per_meeting:
-        report.pop("per_meeting")
+        report.pop("per_meeting", None)
+        for name in extractors:
+            if isinstance(report.get(name), dict):
+                report[name].pop("per_meeting", None)
     sys.stdout.write(json.dumps(report, indent=None if args.json else 1) + "\n")
     return 0
 
 
 def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = bench_sub.add_parser(
-        "ledger", parents=[common], help="the rule-based ledger's todos and decisions on AMI",
+        "ledger", parents=[common], help="the ledger's todos and decisions on AMI (rules, learned detector, both)",
         description="Run the rule-based ledger on AMI meetings (dialogue acts as segments) and score its todos "
                     "and decisions against the human action items and decisions: precision and recall by "
                     "evidence overlap and by text similarity. With --model or --llm-url, rules alone and rules "
@@ -395,6 +430,11 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--meetings", default=None, metavar="ID,ID", help="only these meetings (quick checks)")
     p.add_argument("--limit", type=int, default=None, help="only the first N meetings (quick checks)")
     p.add_argument("--per-meeting", action="store_true", help="include each meeting's counts")
+    p.add_argument("--half", default="all", choices=("tune", "report", "all"),
+                   help="the half of AMI dev by series (the detector was trained and chosen on tune; default all)")
+    p.add_argument("--ledger", default="rules", choices=("rules", "detector", "combined", "all"),
+                   help="the ledger to score: the rules alone (default), the learned detector, their combination "
+                        "(the service's default), or all three side by side")
     m = p.add_argument_group(
         "model pass", "score rules alone vs rules + the vetted model pass, in one run, on one --window of acts "
         f"per meeting of a fixed subset (default {','.join(MODEL_SUBSET)}; --meetings replaces it)")

@@ -57,7 +57,7 @@ def _series(meeting_id: str) -> str:
 
 
 def run(data_dir: Path, questions_path: Path, *, embedder: str = "minilm",
-        db: Path | None = None) -> dict[str, Any]:
+        db: Path | None = None, ledger: str = "combined") -> dict[str, Any]:
     """Ingest the series the questions need, ask every question, and score the first citations."""
     from meetmem.cli.context import CommandContext
     from meetmem.settings import Settings
@@ -75,7 +75,7 @@ def run(data_dir: Path, questions_path: Path, *, embedder: str = "minilm",
 
     with tempfile.TemporaryDirectory() as tmp:
         path = db or Path(tmp) / "questions.db"
-        ctx = CommandContext(Settings(db=path, embedder=embedder), quiet=True)
+        ctx = CommandContext(Settings(db=path, embedder=embedder, ledger=ledger), quiet=True)
         results: list[dict[str, Any]] = []
         t_ingest = time.perf_counter()
         for series in wanted:
@@ -133,6 +133,7 @@ def run(data_dir: Path, questions_path: Path, *, embedder: str = "minilm",
         },
         "routed_as_written": {k: round(sum(v) / len(v), 3) for k, v in sorted(routed.items())},
         "embedder": embedder,
+        "ledger": ledger if embedder != "none" else "rules",
         "ingest_s": round(ingest_s, 1),
         "ask_s_per_question": round(ask_s / max(len(results), 1), 3),
         "results": results,
@@ -140,7 +141,7 @@ def run(data_dir: Path, questions_path: Path, *, embedder: str = "minilm",
 
 
 def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
-    report = run(Path(args.data), Path(args.questions), embedder=ctx.settings.embedder)
+    report = run(Path(args.data), Path(args.questions), embedder=ctx.settings.embedder, ledger=args.ledger)
     if not args.per_question:
         report.pop("results")
     sys.stdout.write(json.dumps(report, indent=None if args.json else 1, ensure_ascii=False) + "\n")
@@ -157,4 +158,6 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--questions", default=str(DEFAULT_QUESTIONS), metavar="FILE.jsonl",
                    help="the questions (default: eval/data/ami_questions.jsonl)")
     p.add_argument("--per-question", action="store_true", help="include every question's result")
+    p.add_argument("--ledger", default="combined", choices=("combined", "detector", "rules"),
+                   help="the ledger the digests hold (default combined: the service's default)")
     p.set_defaults(func=guarded(run_command))

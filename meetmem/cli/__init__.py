@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .eval_commands import add_eval_commands
     from .export_commands import add_export_commands
     from .store_commands import add_store_commands
+    from .train_commands import add_train_commands
 
     add_store_commands(sub, common)
     add_digest_commands(sub, common)
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_edge_commands(sub, common)
     add_bench_commands(sub, common)
     add_eval_commands(sub, common)
+    add_train_commands(sub, common)
     add_demo_command(sub, common)
     return parser
 

@@ -48,13 +48,14 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
     options = WorkerOptions(concurrency=args.concurrency, heartbeat=args.heartbeat, stalled_after=args.stalled_after)
     from meetmem.store.backends import open_log
     from meetmem.store.pg.meeting_search import PgTranscriptSearch
-    from meetmem.summarizers.backends import make_digest_parts
+    from meetmem.summarizers.backends import make_digest_parts, shared_minilm
     from meetmem.summarizers.digest import MeetingDigester
 
     transcript_log = open_log(url, upgrade=False)
     summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url, llm_model=settings.llm_model,
                                            llm_api_key=settings.llm_api_key, llm_timeout=settings.llm_timeout,
-                                           llm_system_role=settings.llm_system_role)
+                                           llm_system_role=settings.llm_system_role,
+                                           ledger=settings.ledger_for_embedder(), embedder=shared_minilm(routes))
     # The digest's topic cuts read the segments' vectors from pgvector (embedding and storing any still missing).
     search = PgTranscriptSearch(transcript_log, routes)
     digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)

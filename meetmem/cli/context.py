@@ -73,13 +73,14 @@ class CommandContext:
     def digester(self) -> MeetingDigester:
         """Summaries and the ledger, made with the summarizer the settings choose."""
         if self._digester is None:
-            from meetmem.summarizers.backends import make_digest_parts
+            from meetmem.summarizers.backends import make_digest_parts, shared_minilm
             from meetmem.summarizers.digest import MeetingDigester
 
             s = self.settings
             summarizer, ledger = make_digest_parts(s.summarizer, llm_url=s.llm_url, llm_model=s.llm_model,
                                                    llm_api_key=s.llm_api_key, llm_timeout=s.llm_timeout,
-                                                   llm_system_role=s.llm_system_role)
+                                                   llm_system_role=s.llm_system_role, ledger=s.ledger_for_embedder(),
+                                                   embedder=shared_minilm(getattr(self.search, "routes", None)))
             self._digester = MeetingDigester(self.log, self.search, summarizer, extract_ledger=ledger)
         return self._digester
 

@@ -1,0 +1,1 @@
+"""`meetmem train ...`: the seeded commands that rebuild the shipped learned artifacts from annotated data."""
