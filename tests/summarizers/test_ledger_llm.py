@@ -21,8 +21,10 @@ from meetmem.store.log import TranscriptLog
 from meetmem.store.records import LedgerItem, Segment, SegmentInput, Source
 from meetmem.summarizers.backends import make_digest_parts
 from meetmem.summarizers.digest import MeetingDigester
+from meetmem.summarizers.errors import SummarizerError
 from meetmem.summarizers.extractive import ExtractiveSummarizer
 from meetmem.summarizers.ledger import IncrementalLedger, extract_ledger, item_id
+from meetmem.summarizers.ledger_learned import LearnedLedger
 from meetmem.summarizers.ledger_llm import LEDGER_INSTRUCTIONS, LLMLedger
 from meetmem.summarizers.llm.chat import OpenAIChat
 from meetmem.summarizers.summary_llm import LLMSummarizer
@@ -353,7 +355,12 @@ def test_a_live_meeting_asks_again_only_for_its_last_chunk() -> None:
 
 def test_make_digest_parts_pairs_the_ledger_with_the_summarizer() -> None:
     summarizer, ledger = make_digest_parts("extractive")
-    assert isinstance(summarizer, ExtractiveSummarizer) and isinstance(ledger, IncrementalLedger)
+    assert isinstance(summarizer, ExtractiveSummarizer) and isinstance(ledger, LearnedLedger)
+    assert ledger.mode == "combined"
+    summarizer, ledger = make_digest_parts("extractive", ledger="rules")
+    assert isinstance(ledger, IncrementalLedger)
+    with pytest.raises(SummarizerError, match="unknown ledger 'neural'"):
+        make_digest_parts("extractive", ledger="neural")
     summarizer, ledger = make_digest_parts("llm", llm_url="http://127.0.0.1:9/v1", llm_model="m")
     assert isinstance(summarizer, LLMSummarizer) and isinstance(ledger, LLMLedger)
     assert ledger.chat is summarizer.chat
