@@ -1,8 +1,9 @@
 """Rule-based filler cleaning of recognised speech, English and Chinese: pure functions, no I/O.
 
 Removes fillers ("um", "uh", "you know" used as a filler, 嗯, 呃, 啊 and 那个 / 就是 used as fillers) and
-collapses stutters and repeats ("I I I think" -> "I think", "我们我们" -> "我们"), then repairs the spacing,
-commas and capital letter the removal leaves behind ("Um, we ship" -> "We ship").
+collapses stutters and repeats ("I I I think" -> "I think", "我们我们" -> "我们") and drops false starts, the
+cut-off start of the next word ("Custome Customers" -> "Customers", "rem- remote" -> "remote"), then repairs
+the spacing, commas and capital letter the removal leaves behind ("Um, we ship" -> "We ship").
 
 The rules are deliberately conservative, because a wrong deletion loses meaning while a kept filler only
 costs a little readability. Whatever the input:
@@ -45,6 +46,18 @@ _NUMBER_WORDS = frozenset({
 })
 # Repeats that are grammatical or deliberate ("that that", "had had", "bye bye", "very very").
 _KEEP_REPEATS = frozenset({"that", "had", "is", "do", "did", "bye", "so", "very", "really", "ha", "knock", "tut"})
+# Whole words that begin a longer word ("the there", "use user", "for forty", "may maybe"): said before it,
+# they are a word of their own, never a false start (see `_false_start`).
+_PREFIX_WORDS = frozenset("""
+a about above after again against all also am an and another any anyway are as at away back be been before
+being below between both but by can could day did do does done down each either else even ever every far few
+for from get give go going good got had has have he her here hers him his how if in into is it its just know
+last less let like long lot made make man many may me might more most much must my near need new next no nor
+not now of off old on once one only onto or other our ours out over own part per put real right same say see
+set she should show so some still such sure take than that the their them then there these they this those
+though through thus till to too two under until up upon us use very was way we well were what when where which
+while who whom whose why will win with within work would yes yet you your yours
+""".split())
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CHINESE_NUMERALS = frozenset("〇零一二三四五六七八九十百千万萬亿億两兩半几幾")
@@ -268,7 +281,8 @@ def _you_know_filler(tokens: list[str | None], i: int) -> int | None:
     return None
 
 
-def _collapse_english_repeats(tokens: list[str]) -> list[str]:
+def _collapse_english_repeats(source: list[str]) -> list[str]:
+    tokens = list(source)
     out: list[str] = []
     i = 0
     while i < len(tokens):
@@ -279,11 +293,40 @@ def _collapse_english_repeats(tokens: list[str]) -> list[str]:
                 and tokens[i + 3].lower().startswith(token.lower())):
             i += 3
             continue
+        # "Custome Customers", "rem remote": the same cut-off start, written without its hyphen.
+        if _false_start(tokens, i):
+            before = _last_mark(out)
+            if token[:1].isupper() and (before is None or before in _SENTENCE_END):
+                tokens[i + 2] = tokens[i + 2][:1].upper() + tokens[i + 2][1:]  # "Rub rubber" -> "Rubber"
+            i += 2
+            continue
         out.append(token)
         i += 1
     while (cut := _find_repeat(out)) is not None:
         del out[cut[0]:cut[1]]
     return out
+
+
+def _false_start(tokens: list[str], i: int) -> bool:
+    """Whether the word at `i` is a false start: three letters or more that begin the next word, which
+    follows after a space alone ("rem remote", "Custome Customers", "tha that's").
+
+    Never a negation or a number word, nor a whole word of its own (`_PREFIX_WORDS`: "the there", "use
+    user"); a glossary name is a placeholder by now, so it never matches.
+    """
+    token = tokens[i]
+    if len(token) < 3 or i + 2 >= len(tokens) or not tokens[i + 1].isspace() or not _is_word(token):
+        return False
+    lowered = token.lower()
+    following = tokens[i + 2]
+    if lowered in _PREFIX_WORDS or lowered in _NUMBER_WORDS or _is_negation(token) or not _is_word(following):
+        return False
+    return len(following) > len(token) and following.lower().startswith(lowered)
+
+
+def _last_mark(tokens: list[str]) -> str | None:
+    """The last non-space token, or None."""
+    return next((t for t in reversed(tokens) if not t.isspace()), None)
 
 
 def _find_repeat(tokens: list[str]) -> tuple[int, int] | None:
