@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         search = open_search(transcript_log, routes)
         # The service's indexer embeds new segments; a question adds them to BM25 and never waits for that.
         search.background_embedding = True
-        summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url,
+        summarizer, ledger = make_digest_parts(settings.summarizer_for_embedder(), llm_url=settings.llm_url,
                                                llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
                                                llm_timeout=settings.llm_timeout,
                                                llm_system_role=settings.llm_system_role,

@@ -39,9 +39,11 @@ class Settings(BaseSettings):
 
     # -- summaries and the ledger ------------------------------------------------------------------------
     summarizer: str = Field(
-        default="extractive",
-        description="how L1/L2 summaries are made: extractive (no model, verbatim sentences) or llm (an "
-        "OpenAI-compatible chat API, validated against the transcript; extractive when it fails)",
+        default="learned",
+        description="how L1/L2 summaries are made: learned (whole statements ranked by the head trained on what "
+        "AMI's annotators kept; extractive with embedder none), extractive (no model, SumBasic over verbatim "
+        "sentences) or llm (an OpenAI-compatible chat API, validated against the transcript; extractive when it "
+        "fails)",
     )
     ledger: str = Field(
         default="combined",
@@ -145,6 +147,11 @@ class Settings(BaseSettings):
         description="the file of the key that signs every acknowledgement's receipt (made on first use; default: "
         "beside the database, `<db>.receipt-key`). Keep it out of reach of whoever can write the database",
     )
+
+    def summarizer_for_embedder(self) -> str:
+        """The summarizer to use: `summarizer`, except extractive for `learned` when no embedding model is wanted
+        (`embedder` none: the learned head reads all-MiniLM-L6-v2 embeddings)."""
+        return "extractive" if self.embedder == "none" and self.summarizer == "learned" else self.summarizer
 
     def ledger_for_embedder(self) -> str:
         """The ledger to build: `ledger`, except the rules alone when no embedding model is wanted

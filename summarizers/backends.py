@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .digest import LedgerExtractor
     from .llm.chat import OpenAIChat
 
-BACKENDS = ("extractive", "llm")
+BACKENDS = ("learned", "extractive", "llm")
 #: The ledgers: the rules with the learned detector (the default: best on AMI's report half, docs/BENCHMARKS.md),
 #: the detector's decisions, todos and open questions alone, or the rules alone.
 LEDGERS = ("combined", "detector", "rules")
@@ -31,8 +31,10 @@ def make_digest_parts(
 ) -> tuple[Summarizer, LedgerExtractor]:
     """The summarizer and the ledger extractor for `MeetingDigester`, chosen by `backend` and `ledger`.
 
-    `extractive`: the extractive summarizer and the ledger chosen by `ledger` (`ledger_learned.LearnedLedger`:
-    the rules with the learned detector by default). `llm`: the LLM summarizer and the rules' ledger plus a
+    `learned`: whole statements ranked by the learned summary head (`summary_learned.LearnedSummarizer`);
+    `extractive`: SumBasic over verbatim sentences; either with the ledger chosen by `ledger`
+    (`ledger_learned.LearnedLedger`: the rules with the learned detector by default), sharing one scorer.
+    `llm`: the LLM summarizer and the rules' ledger plus a
     vetted LLM pass (`ledger_llm.LLMLedger`), both asking one OpenAI-compatible chat API at `llm_url`.
 
     Args:
@@ -49,12 +51,19 @@ def make_digest_parts(
     if ledger not in LEDGERS:
         raise SummarizerError(f"unknown ledger {ledger!r}: choose one of {', '.join(LEDGERS)}")
     extractive = ExtractiveSummarizer()
-    if backend == "extractive":
-        if ledger == "rules":
-            return extractive, IncrementalLedger()
+    if backend in ("learned", "extractive"):
         from .ledger_learned import LearnedLedger, UtteranceScorer
 
-        return extractive, LearnedLedger(UtteranceScorer(embedder), mode=ledger)
+        # One scorer for the summary and the ledger: each utterance is embedded once.
+        scorer = UtteranceScorer(embedder)
+        summarizer: Summarizer = extractive
+        if backend == "learned":
+            from .summary_learned import LearnedSummarizer
+
+            summarizer = LearnedSummarizer(scorer, fallback=extractive)
+        if ledger == "rules":
+            return summarizer, IncrementalLedger()
+        return summarizer, LearnedLedger(scorer, mode=ledger)
     if backend != "llm":
         raise SummarizerError(f"unknown summarizer {backend!r}: choose one of {', '.join(BACKENDS)}")
     from .ledger_llm import LLMLedger

@@ -52,8 +52,9 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.summarizers.digest import MeetingDigester
 
     transcript_log = open_log(url, upgrade=False)
-    summarizer, ledger = make_digest_parts(settings.summarizer, llm_url=settings.llm_url, llm_model=settings.llm_model,
-                                           llm_api_key=settings.llm_api_key, llm_timeout=settings.llm_timeout,
+    summarizer, ledger = make_digest_parts(settings.summarizer_for_embedder(), llm_url=settings.llm_url,
+                                           llm_model=settings.llm_model, llm_api_key=settings.llm_api_key,
+                                           llm_timeout=settings.llm_timeout,
                                            llm_system_role=settings.llm_system_role,
                                            ledger=settings.ledger_for_embedder(), embedder=shared_minilm(routes))
     # The digest's topic cuts read the segments' vectors from pgvector (embedding and storing any still missing).

@@ -46,7 +46,8 @@ def test_every_command_help_works(path: tuple[str, ...], capsys: pytest.CaptureF
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: meetmem " + " ".join(path))
-    if path[-1] not in ("bench", "token", "edge", "audio", "retention", "db"):  # groups: their actions take the flags
+    groups = ("bench", "train", "token", "edge", "audio", "retention", "db")
+    if path[-1] not in groups:  # groups: their actions take the flags
         assert "--db" in out and "--json" in out
 
 

@@ -11,8 +11,8 @@ from meetmem.cloud.answer import Answerer
 from meetmem.store.index.search import TranscriptSearch
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
+from meetmem.summarizers.backends import make_digest_parts
 from meetmem.summarizers.digest import MeetingDigester
-from meetmem.summarizers.extractive import ExtractiveSummarizer
 
 #: Every test here runs on the SQLite file and on PostgreSQL (tests/cloud/conftest.py).
 BACKENDS = ("sqlite", "postgres")
@@ -52,7 +52,9 @@ def test_http_answers_are_the_cli_answers(loaded: tuple[Api, dict[str, str]], tm
     with TranscriptLog(tmp_path / "cli.db") as log:
         log.append(MEETING, device_id, segments)
         search = TranscriptSearch(log, embedder)
-        answerer = Answerer(search, digests=MeetingDigester(log, search, ExtractiveSummarizer()).digest)
+        # The service's digest parts: the extractive summary and the rules with the learned detector.
+        summarizer, ledger = make_digest_parts("extractive", embedder=embedder)
+        answerer = Answerer(search, digests=MeetingDigester(log, search, summarizer, extract_ledger=ledger).digest)
         for item in sample_questions:
             r = api.client.post(f"/v1/meetings/{MEETING}/ask", json={"question": item["question"]}, headers=headers)
             assert r.status_code == 200, r.text
