@@ -10,8 +10,8 @@ negations kept: `edge.cleaning`), so an item never says what the meeting did not
 
 `LearnedLedger` is a ledger extractor (`MeetingDigester(extract_ledger=...)`): the rules' items (read
 incrementally), those of the rules' decisions, todos and open questions that the detector does not score
-below the kind's `gate` (kick-off chatter the rules took for a decision), and the detector's items that no
-kept rules item already covers. Each item records what made it (`origin`: rules, detector or both) and the
+below the kind's `gate` (kick-off chatter the rules took for a decision; a todo said with its due date is
+always kept), and the detector's items that no kept rules item already covers. Each item records what made it (`origin`: rules, detector or both) and the
 detector's version. Thresholds, gaps, gates and the head were all chosen on the tune half of AMI dev.
 """
 
@@ -238,8 +238,10 @@ def combine(rules: Sequence[LedgerItem], detected: Sequence[LedgerItem], scores:
         values = scores[label_of[item.kind]]
         read = [positions[i] for i in item.source.segment_ids if i in positions]
         best = max((float(values[at]) for at in read), default=0.0)
-        # An item in a chain of changes stays, so no superseded item points at one that is gone.
-        if read and best < conf.gate and item.status == "current" and item.id not in replaced:
+        # An item in a chain of changes stays, so no superseded item points at one that is gone; so does a
+        # commitment said with its date ("X will do Y by Z"): the rules' most precise reading.
+        precise = item.kind == "todo" and item.due is not None
+        if read and not precise and best < conf.gate and item.status == "current" and item.id not in replaced:
             continue
         covered.setdefault(item.kind, []).append(len(out))
         out.append(item)
