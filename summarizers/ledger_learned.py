@@ -11,8 +11,9 @@ negations kept: `edge.cleaning`), so an item never says what the meeting did not
 `LearnedLedger` is a ledger extractor (`MeetingDigester(extract_ledger=...)`): the rules' items (read
 incrementally), those of the rules' decisions, todos and open questions that the detector does not score
 below the kind's `gate` (kick-off chatter the rules took for a decision; a todo said with its due date is
-always kept), and the detector's items that no kept rules item already covers. Each item records what made it (`origin`: rules, detector or both) and the
-detector's version. Thresholds, gaps, gates and the head were all chosen on the tune half of AMI dev.
+always kept), and the detector's items that no kept rules item already covers. Each item records what made
+it (`origin`: rules, detector or both) and the detector's version. Thresholds, gaps, gates and the head were
+all chosen on the tune half of AMI dev.
 """
 
 from __future__ import annotations
