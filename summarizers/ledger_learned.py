@@ -10,10 +10,10 @@ negations kept: `edge.cleaning`), so an item never says what the meeting did not
 
 `LearnedLedger` is a ledger extractor (`MeetingDigester(extract_ledger=...)`): the rules' items (read
 incrementally), those of the rules' decisions, todos and open questions that the detector does not score
-below the kind's `gate` (kick-off chatter the rules took for a decision; a todo said with its due date is
-always kept), and the detector's items that no kept rules item already covers. Each item records what made
-it (`origin`: rules, detector or both) and the detector's version. Thresholds, gaps, gates and the head were
-all chosen on the tune half of AMI dev.
+below the kind's `gate` (kick-off chatter the rules took for a decision; a todo said with its due date and a
+decision said as one, "we decided ...", are always kept), and the detector's items that no kept rules item
+already covers. Each item records what made it (`origin`: rules, detector or both) and the detector's
+version. Thresholds, gaps, gates and the head were all chosen on the tune half of AMI dev.
 """
 
 from __future__ import annotations
@@ -153,6 +153,8 @@ def clean_words(text: str) -> str:
 
 _FIRST_PERSON = re.compile(r"\b(?:I'll|I will|I'm going to|I am going to|I can|I'd|I should|I need to|I have to|"
                            r"I'm gonna|let me)\b", re.I)
+_DECIDED = re.compile(r"\b(?:we|I|they|you)\s+(?:have\s+|'ve\s+|all\s+)?(?:decided|agreed)\b|\bthe decision is\b|"
+                      r"\bit'?s (?:been )?decided\b", re.I)
 _SECOND_PERSON = re.compile(r"\b(?:you|you'll|you could|can you|could you|would you)\b", re.I)
 
 
@@ -239,9 +241,11 @@ def combine(rules: Sequence[LedgerItem], detected: Sequence[LedgerItem], scores:
         values = scores[label_of[item.kind]]
         read = [positions[i] for i in item.source.segment_ids if i in positions]
         best = max((float(values[at]) for at in read), default=0.0)
-        # An item in a chain of changes stays, so no superseded item points at one that is gone; so does a
-        # commitment said with its date ("X will do Y by Z"): the rules' most precise reading.
-        precise = item.kind == "todo" and item.due is not None
+        # An item in a chain of changes stays, so no superseded item points at one that is gone; so do a
+        # commitment said with its date ("X will do Y by Z") and a decision said as one ("we decided to go
+        # with ..."): the rules' most precise readings.
+        precise = ((item.kind == "todo" and item.due is not None)
+                   or (item.kind == "decision" and _DECIDED.search(item.text) is not None))
         if read and not precise and best < conf.gate and item.status == "current" and item.id not in replaced:
             continue
         covered.setdefault(item.kind, []).append(len(out))

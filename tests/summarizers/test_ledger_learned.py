@@ -186,3 +186,17 @@ def test_heads_round_trip_and_refuse_a_mismatch(tmp_path: Path) -> None:
     (tmp_path / "h.json").write_text('{"version": "test-1", "labels": ["a"]}', encoding="utf-8")
     with pytest.raises(HeadUnavailable, match="inconsistent"):
         load_heads("h", tmp_path)
+
+
+def test_the_sample_meeting_keeps_every_decision_and_dated_todo_the_rules_read(
+        scorer: UtteranceScorer, sample_segments: list[Any]) -> None:
+    """A decision said as one ("we decided to go with ...") and a dated commitment are the rules' most precise
+    readings: the detector's gate never drops them, whatever it scores them."""
+    segments = [Segment(f"s{i:03d}", "t", "m", "d", s.seq, s.start, s.end, s.text, s.speaker, s.lang, None, None,
+                        None, "", i, "", "") for i, s in enumerate(sample_segments)]
+    rules = extract_ledger(segments, meeting_date=DAY)
+    combined = {it.id: it for it in LearnedLedger(scorer)(segments, meeting_date=DAY)}
+    kept = [it for it in rules if (it.kind == "todo" and it.due) or (it.kind == "decision" and "decided" in it.text)]
+    assert any(it.kind == "decision" for it in kept) and any(it.kind == "todo" for it in kept)
+    for item in kept:
+        assert item.id in combined, item.text
