@@ -196,11 +196,18 @@ class SourceOut(BaseModel):
     segment_ids: list[str]
 
 
+class MadeByOut(BaseModel):
+    kind: Literal["rules", "model", "both"]
+    version: str
+
+
 class SummaryLineOut(BaseModel):
     text: str = Field(description="a sentence of the transcript, verbatim (extractive) or a validated model line")
     segment_ids: list[str] = Field(description="the segments it rests on")
     start: float
     end: float
+    made_by: MadeByOut | None = Field(default=None, description="what made the line (rules: the extractive "
+                                      "summarizer; model: the learned head or a language model) and its version")
 
 
 class SectionSummaryOut(BaseModel):
@@ -225,11 +232,6 @@ class SummaryOut(BaseModel):
     backend: str
     made_at: str
     note: str | None = None
-
-
-class MadeByOut(BaseModel):
-    kind: Literal["rules", "model", "both"]
-    version: str
 
 
 class LedgerItemOut(BaseModel):

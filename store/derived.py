@@ -19,12 +19,16 @@ def _source(data: dict[str, Any]) -> Source:
 
 def line_from_row(data: dict[str, Any]) -> SummaryLine:
     """A summary line from its stored JSON (the shape `line_row` writes; both stores use it)."""
-    return SummaryLine(data["text"], _source(data))
+    made = data.get("made_by")
+    return SummaryLine(data["text"], _source(data), (made["kind"], made["version"]) if made else None)
 
 
 def line_row(line: SummaryLine) -> dict[str, Any]:
     """A summary line as stored JSON: its text and its source's public fields."""
-    return {"text": line.text, **line.source.public()}
+    row = {"text": line.text, **line.source.public()}
+    if line.made_by is not None:
+        row["made_by"] = {"kind": line.made_by[0], "version": line.made_by[1]}
+    return row
 
 
 #: Bumped whenever the derived tables change shape: older ones are dropped and remade from the log.

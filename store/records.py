@@ -231,14 +231,22 @@ class LedgerItem:
 
 @dataclass(frozen=True, slots=True)
 class SummaryLine:
-    """One sentence of a summary with the segments it rests on."""
+    """One sentence of a summary with the segments it rests on.
+
+    `made_by` is what made it, as `kind` and `version` (`rules` for the extractive summarizer, `model` for a
+    learned head or a language model, with its version); None for lines stored before it was recorded.
+    """
 
     text: str
     source: Source
+    made_by: tuple[str, str] | None = None
 
     def public(self) -> dict[str, Any]:
-        return {"text": self.text, "segment_ids": list(self.source.segment_ids), "start": self.source.start,
-                "end": self.source.end}
+        out: dict[str, Any] = {"text": self.text, "segment_ids": list(self.source.segment_ids),
+                               "start": self.source.start, "end": self.source.end}
+        if self.made_by is not None:
+            out["made_by"] = {"kind": self.made_by[0], "version": self.made_by[1]}
+        return out
 
 
 @dataclass(frozen=True, slots=True)

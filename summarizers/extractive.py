@@ -29,6 +29,8 @@ _LEADING_FILLER_RE = re.compile(
     re.IGNORECASE,
 )
 _CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+#: What the lines record as having made them (`SummaryLine.made_by`).
+MADE_BY = ("rules", "extractive")
 _VALUE_RE = re.compile(
     r"\d|\b(?:january|february|march|april|may|june|july|august|september|october|november|december|monday"
     r"|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|today)\b"
@@ -115,7 +117,7 @@ class ExtractiveSummarizer:
         if not picked and segments:
             longest = max(segments, key=lambda s: (_size(s.text), -s.start))
             picked = [_Candidate(trim_fillers(longest.text), Source.of([longest]), (longest.start, 0))]
-        lines = tuple(SummaryLine(c.text, c.source) for c in picked)
+        lines = tuple(SummaryLine(c.text, c.source, MADE_BY) for c in picked)
         return SectionSummary(section, lines, backend=self.name)
 
     def summarize_meeting(
@@ -127,7 +129,7 @@ class ExtractiveSummarizer:
             for n, line in enumerate(summary.lines)
         ]
         wanted = min(self.options.l2_lines, max(len(sections), 1) + 2)
-        return tuple(SummaryLine(c.text, c.source) for c in self._select(candidates, wanted, min_size=1))
+        return tuple(SummaryLine(c.text, c.source, MADE_BY) for c in self._select(candidates, wanted, min_size=1))
 
     # -- selection --------------------------------------------------------------------------------------
     def _units(self, text: str) -> list[str]:

@@ -292,7 +292,9 @@ class LearnedSummarizer:
         if not picked:  # nothing but backchannels: the fallback's line (it always has one)
             return dataclasses.replace(self.fallback.summarize_section(section, segments),
                                        note="no whole statement in the section")
-        lines = tuple(SummaryLine(text, source) for text, source, _ in sorted(picked, key=lambda c: c[1].start))
+        made_by = ("model", self.version or self.name)
+        lines = tuple(SummaryLine(text, source, made_by)
+                      for text, source, _ in sorted(picked, key=lambda c: c[1].start))
         return SectionSummary(section, lines, backend=self.name)
 
     # -- L2 -----------------------------------------------------------------------------------------------
@@ -323,7 +325,8 @@ class LearnedSummarizer:
             return self.fallback.summarize_meeting(sections, segments)
         wanted = min(self.options.l2_lines, len(sections) + 2)
         picked = self._pick(candidates, wanted)
-        return tuple(SummaryLine(text, source) for text, source, _ in sorted(picked, key=lambda c: c[1].start))
+        made_by = ("model", self.version or self.name)
+        return tuple(SummaryLine(text, source, made_by) for text, source, _ in sorted(picked, key=lambda c: c[1].start))
 
     # -- shared -------------------------------------------------------------------------------------------
     def _scores(self, segments: Sequence[Segment]) -> np.ndarray:

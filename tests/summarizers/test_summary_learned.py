@@ -126,6 +126,9 @@ def test_l2_is_made_from_the_l1_lines(scorer: UtteranceScorer, meeting_segments:
     assert [line.source.start for line in l2] == sorted(line.source.start for line in l2)
     # the same L1s give the same L2 (a rebuild equals the incremental result)
     assert summarizer.summarize_meeting(l1, {s.segment_id: s for s in meeting_segments}) == l2
+    # every line records the head that ranked it
+    version = scorer.heads.version
+    assert all(line.made_by == ("model", version) for line in (*l2, *(x for s in l1 for x in s.lines)))
 
 
 def test_chinese_sections_get_the_extractive_lines(scorer: UtteranceScorer) -> None:
@@ -201,3 +204,15 @@ def test_a_long_silence_ends_a_statement() -> None:
     segments = [seg(0, "We could use rubber or", start=0.0), seg(1, "plastic.", start=30.0)]
     assert [(st.text, st.whole) for st in statements(segments, join_gap_s=6.0)] == [
         ("We could use rubber or", False), ("Plastic.", True)]
+
+
+def test_every_line_says_what_made_it_and_keeps_it_when_stored() -> None:
+    """Summary lines carry `made_by` (the CONTRACT's shape), through the digest store and back."""
+    from meetmem.store.derived import line_from_row, line_row
+    from meetmem.store.records import Source, SummaryLine
+
+    line = SummaryLine("We ship in March.", Source(1.0, 2.0, ("s1",)), ("model", "ledger-detector-1+abcdef12"))
+    assert line.public()["made_by"] == {"kind": "model", "version": "ledger-detector-1+abcdef12"}
+    assert line_from_row(line_row(line)) == line
+    old = SummaryLine("We ship in March.", Source(1.0, 2.0, ("s1",)))
+    assert "made_by" not in old.public() and line_from_row(line_row(old)) == old
