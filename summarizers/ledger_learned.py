@@ -108,24 +108,18 @@ class UtteranceScorer:
 
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
         with self._lock:
-            missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in self._cache}.items())
-        if missing:
-            made = self.embedder.encode([t for _, t in missing])
-            with self._lock:
-                for (key, _), vector in zip(missing, made, strict=True):
-                    self._cache[key] = np.asarray(vector, dtype=np.float32)
+            found = {k: self._cache[k] for k in keys if k in self._cache}
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        if missing:  # embedded outside the lock: another meeting's digest need not wait for this one
+            made = self.embedder.encode(list(missing.values()))
+            found.update((k, np.asarray(v, dtype=np.float32)) for k, v in zip(missing, made, strict=True))
         with self._lock:
-            out = []
             for key in keys:
-                vector = self._cache.get(key)
-                if vector is None:  # evicted by a concurrent call: embed it again
-                    vector = np.asarray(self.embedder.encode([texts[keys.index(key)]])[0], dtype=np.float32)
-                self._cache[key] = vector
+                self._cache[key] = found[key]
                 self._cache.move_to_end(key)
-                out.append(vector)
             while len(self._cache) > self._limit:
                 self._cache.popitem(last=False)
-        return np.vstack(out) if out else np.zeros((0, 0), dtype=np.float32)
+        return np.vstack([found[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
 
     def scores(self, segments: Sequence[Segment]) -> dict[str, np.ndarray]:
         """Each label's score per segment (0 for segments the detector does not read: not English)."""

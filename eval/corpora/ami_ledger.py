@@ -97,7 +97,8 @@ def token_f1(a: str, b: str) -> float:
     return 2 * p * r / (p + r)
 
 
-def _score(items: Sequence[LedgerItem], gold: Sequence[dict[str, Any]]) -> dict[str, int]:
+def match_counts(items: Sequence[LedgerItem], gold: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many items match some gold sentence, and gold sentences some item, by evidence and by text."""
     ev_item = sum(1 for it in items if any(set(it.source.segment_ids) & set(g["evidence_da_ids"]) for g in gold))
     ev_gold = sum(1 for g in gold if any(set(it.source.segment_ids) & set(g["evidence_da_ids"]) for it in items))
     f1 = [[token_f1(it.text, g["text"]) >= TEXT_F1_THRESHOLD for g in gold] for it in items]
@@ -109,7 +110,8 @@ def _score(items: Sequence[LedgerItem], gold: Sequence[dict[str, Any]]) -> dict[
             "text_items_matched": tx_item, "text_gold_matched": tx_gold}
 
 
-def _figures(c: dict[str, int]) -> dict[str, Any]:
+def figures(c: dict[str, int]) -> dict[str, Any]:
+    """Precision and recall by both criteria from pooled `match_counts`."""
     def ratio(a: int, b: int) -> float | None:
         return round(a / b, 3) if b else None
 
@@ -181,7 +183,7 @@ def run(data_dir: Path, split: str = "dev", *, limit: int | None = None,
                 items_n += len(found)
                 cited += sum(len(it.source.segment_ids) for it in found)
                 version = version or next((it.version for it in found if it.version), None)
-                counts = _score(found, gold[kind])
+                counts = match_counts(found, gold[kind])
                 for key, value in counts.items():
                     totals[kind][key] += value
                 row[kind] = counts
@@ -189,8 +191,8 @@ def run(data_dir: Path, split: str = "dev", *, limit: int | None = None,
         seconds = time.perf_counter() - t0
         report[name] = {
             "version": version or "rules",
-            "todos": _figures(totals["todo"]),
-            "decisions": _figures(totals["decision"]),
+            "todos": figures(totals["todo"]),
+            "decisions": figures(totals["decision"]),
             "segments_cited_per_item": round(cited / items_n, 2) if items_n else None,
             "seconds": round(seconds, 2),
             "seconds_per_meeting_hour": round(seconds / hours, 2) if hours else None,
@@ -309,7 +311,7 @@ def run_model_pass(data_dir: Path, split: str = "dev", *, chat: Any, model_name:
                                                for it in new if it.kind in _KINDS]}
         for arm, items in (("rules", rules), ("rules_plus_model", merged)):
             for kind in _KINDS:
-                counts = _score([it for it in items if it.kind == kind], gold[kind])
+                counts = match_counts([it for it in items if it.kind == kind], gold[kind])
                 for name, value in counts.items():
                     totals[arm][kind][name] += value
         subset.append(row)
@@ -329,7 +331,7 @@ def run_model_pass(data_dir: Path, split: str = "dev", *, chat: Any, model_name:
         "averaging": "micro (counts pooled over windows)",
     }
     for arm in arms:
-        report[arm] = {"todos": _figures(totals[arm]["todo"]), "decisions": _figures(totals[arm]["decision"])}
+        report[arm] = {"todos": figures(totals[arm]["todo"]), "decisions": figures(totals[arm]["decision"])}
     verdict: dict[str, dict[str, bool]] = {}
     for kind in ("todos", "decisions"):
         for criterion in ("evidence", "text"):

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..corpora.ami_ledger import _figures, _score, ami_segments, load_meetings
+from ..corpora.ami_ledger import ami_segments, figures, load_meetings, match_counts
 from ..harness import BenchDataError, guarded
 from .ami_split import REPORT_SERIES, half, series
 
@@ -158,9 +158,9 @@ def score_items(meetings: Sequence[Meeting], items: Sequence[Sequence[LedgerItem
     """`bench ledger`'s figures (evidence and text) of one kind's items against the label's gold."""
     totals: dict[str, int] = {}
     for meeting, found in zip(meetings, items, strict=True):
-        for name, value in _score(found, meeting.gold[label]).items():
+        for name, value in match_counts(found, meeting.gold[label]).items():
             totals[name] = totals.get(name, 0) + value
-    return _figures(totals)
+    return figures(totals)
 
 
 def _objective(fig: dict[str, Any]) -> tuple[float, float]:
