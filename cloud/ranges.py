@@ -3,9 +3,13 @@ seek without downloading the whole recording."""
 
 from __future__ import annotations
 
+import re
+
 from fastapi.responses import Response, StreamingResponse
 
 from meetmem.store.audio import AudioBlob
+
+_SPEC = re.compile(r"([0-9]*)-([0-9]*)", re.ASCII)
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
@@ -18,20 +22,21 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
     """
     if not header or not header.startswith("bytes=") or "," in header:
         return None
-    spec = header[len("bytes="):].strip()
-    first_s, dash, last_s = spec.partition("-")
-    if not dash:
+    # RFC 9110 §14.1.1: positions are 1*DIGIT, ASCII digits only (Python's int() would also take
+    # "1_0", "+1", " 1" or other scripts' digits).
+    spec = _SPEC.fullmatch(header[len("bytes="):].strip(" \t"))
+    if spec is None:
         return None
-    try:
-        if first_s == "":
-            suffix = int(last_s)
-            if suffix <= 0:
-                return "unsatisfiable"
-            return max(size - suffix, 0), size - 1
-        first = int(first_s)
-        last = int(last_s) if last_s else size - 1
-    except ValueError:
-        return None
+    first_s, last_s = spec.groups()
+    if first_s == "":
+        if last_s == "":
+            return None
+        suffix = int(last_s)
+        if suffix <= 0:
+            return "unsatisfiable"
+        return max(size - suffix, 0), size - 1
+    first = int(first_s)
+    last = int(last_s) if last_s else size - 1
     if first >= size:
         return "unsatisfiable"
     if first < 0 or last < first:
