@@ -20,18 +20,23 @@ Ogg Vorbis and how long it plays.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import struct
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import InvalidSegment, SequenceError, StoreError
 from .log import DEFAULT_TENANT, TranscriptLog
+
+log = logging.getLogger(__name__)
 
 #: The media type of every stored chunk.
 OGG_MEDIA_TYPE = "audio/ogg"
@@ -77,8 +82,8 @@ class AudioChunk:
                 "bytes": self.size, "codec": self.codec, "added_at": self.added_at}
 
 
-def _pages(data: bytes) -> Iterator[tuple[int, int, int, bytes]]:
-    """`(header_type, granule, serial, body)` of each Ogg page, checking the framing as it goes."""
+def _pages(data: bytes) -> Iterator[tuple[int, int, int, bytes, bytes]]:
+    """`(header_type, granule, serial, lacing table, body)` of each Ogg page, checking the framing as it goes."""
     pos = 0
     while pos < len(data):
         if data[pos:pos + 4] != b"OggS" or len(data) < pos + 27:
@@ -90,45 +95,159 @@ def _pages(data: bytes) -> Iterator[tuple[int, int, int, bytes]]:
         body_at = pos + 27 + count
         if len(table) != count or body_at + size > len(data):
             raise InvalidAudio(f"the Ogg stream is truncated (page at byte {pos})")
-        yield header_type, granule, serial, data[body_at:body_at + size]
+        yield header_type, granule, serial, table, data[body_at:body_at + size]
         pos = body_at + size
 
 
-def ogg_info(data: bytes) -> OggInfo:
-    """Codec, rate, channels and playing time of an Ogg Opus or Ogg Vorbis file.
+def _packets(data: bytes) -> Iterator[tuple[bytes, int, bool]]:
+    """`(packet, granule of the page it ends on, whether it ends that page's last packet)` of the one logical
+    stream of an Ogg file, in order.
 
     Raises:
-        InvalidAudio: not Ogg, truncated, another codec, or empty.
+        InvalidAudio: bad framing, a second stream, or a packet left unfinished at the end.
+    """
+    stream: int | None = None
+    partial = b""
+    for _header_type, granule, serial, table, body in _pages(data):
+        if stream is None:
+            stream = serial
+        elif serial != stream:
+            raise InvalidAudio("the Ogg file holds more than one stream; upload one audio stream per chunk")
+        ended = [i for i, lace in enumerate(table) if lace < 255]
+        at = 0
+        for i, lace in enumerate(table):
+            partial += body[at:at + lace]
+            at += lace
+            if lace < 255:
+                yield partial, granule, i == ended[-1]
+                partial = b""
+    if partial:
+        raise InvalidAudio("the Ogg stream is truncated (its last packet is unfinished)")
+
+
+#: Samples (at 48 kHz) of one Opus frame by the TOC's configuration number (RFC 6716 §3.1, Table 2).
+_OPUS_FRAME = [480, 960, 1920, 2880] * 3 + [480, 960] * 2 + [120, 240, 480, 960] * 4
+
+
+def opus_packet_samples(packet: bytes) -> int:
+    """Samples (at 48 kHz) one Opus packet decodes to, from its TOC byte (RFC 6716 §3.1-3.2).
+
+    Raises:
+        InvalidAudio: an empty packet, or a frame count a packet may not have (RFC 6716 §3.2.5: at most
+            120 ms per packet).
+    """
+    if not packet:
+        raise InvalidAudio("the Opus stream holds an empty packet")
+    toc = packet[0]
+    frame = _OPUS_FRAME[toc >> 3]
+    code = toc & 3
+    if code == 0:
+        frames = 1
+    elif code in (1, 2):
+        frames = 2
+    else:
+        if len(packet) < 2:
+            raise InvalidAudio("the Opus stream holds a packet with no frame count")
+        frames = packet[1] & 0x3F
+        if frames == 0:
+            raise InvalidAudio("the Opus stream holds a packet of no frames")
+    if frames * frame > 5760:
+        raise InvalidAudio("the Opus stream holds a packet longer than 120 ms")
+    return frames * frame
+
+
+def _opus_head(packet: bytes) -> tuple[int, int, int]:
+    """`(channels, pre_skip, input rate)` of an OpusHead packet (RFC 7845 §5.1), checked."""
+    if len(packet) < 19 or packet[8] >> 4 != 0:
+        raise InvalidAudio("the OpusHead header is malformed or of a version this service cannot read")
+    channels, family = packet[9], packet[18]
+    pre_skip, rate = struct.unpack_from("<HI", packet, 10)
+    if channels == 0 or (family == 0 and channels > 2) or (family != 0 and len(packet) < 21 + channels):
+        raise InvalidAudio("the OpusHead header has an impossible channel layout")
+    return channels, pre_skip, rate
+
+
+def _check_comments(packet: bytes, magic: bytes, name: str) -> None:
+    """An OpusTags (RFC 7845 §5.2) or Vorbis comment header: vendor string and comments within the packet."""
+    if not packet.startswith(magic):
+        raise InvalidAudio(f"the second header of the stream is not {name}; the file is not a whole Ogg audio file")
+    at = len(magic)
+    try:
+        (vendor,) = struct.unpack_from("<I", packet, at)
+        at += 4 + vendor
+        (count,) = struct.unpack_from("<I", packet, at)
+        at += 4
+        for _ in range(count):
+            (size,) = struct.unpack_from("<I", packet, at)
+            at += 4 + size
+    except struct.error:
+        raise InvalidAudio(f"the {name} header is malformed") from None
+    if at > len(packet):
+        raise InvalidAudio(f"the {name} header is malformed")
+
+
+#: Samples a Vorbis packet decodes to at most (its largest block size, 8192, halved and overlapped).
+_VORBIS_MAX_PACKET = 8192
+
+
+def ogg_info(data: bytes) -> OggInfo:
+    """Codec, rate, channels and playing time of an Ogg Opus or Ogg Vorbis file, with its headers and its
+    granule positions checked against the packets it holds (issue 30): a file is refused unless its
+    identification and comment headers are well formed and it plays no longer than its packets can.
+
+    Raises:
+        InvalidAudio: not Ogg, truncated, another codec, malformed headers, a granule position its packets
+            cannot reach, or no audio.
     """
     if not data:
         raise InvalidAudio("the audio file is empty")
-    first = True
-    codec = ""
-    rate = channels = pre_skip = 0
+    packets = _packets(data)
+    first = next(packets, None)
+    if first is None:
+        raise InvalidAudio("the Ogg stream holds no audio")
+    head, head_granule, head_alone = first
+    if head.startswith(b"OpusHead"):
+        codec = "opus"
+        channels, pre_skip, rate = _opus_head(head)
+        comments, name = b"OpusTags", "OpusTags"
+    elif head.startswith(b"\x01vorbis") and len(head) >= 30:
+        codec, channels = "vorbis", head[11]
+        (rate,) = struct.unpack_from("<I", head, 12)
+        pre_skip = 0
+        comments, name = b"\x03vorbis", "the Vorbis comment header"
+        if channels == 0 or rate == 0:
+            raise InvalidAudio("the Vorbis identification header is malformed")
+    else:
+        raise InvalidAudio("the Ogg stream holds neither Opus nor Vorbis audio; "
+                           "encode it as Ogg Opus (e.g. `ffmpeg -i in.wav -c:a libopus out.ogg`)")
+    if head_granule != 0 or not head_alone:
+        raise InvalidAudio("the first page of the stream must hold its identification header alone")
+    second = next(packets, None)
+    if second is None:
+        raise InvalidAudio("the Ogg stream holds no audio")
+    _check_comments(second[0], comments, name)
+    if codec == "vorbis":
+        setup = next(packets, None)
+        if setup is None or not setup[0].startswith(b"\x05vorbis"):
+            raise InvalidAudio("the Vorbis setup header is missing")
+    samples = 0  # what the packets so far decode to at most (Vorbis) or exactly (Opus), in granule units
     last_granule = -1
-    stream = None
-    for _kind, granule, serial, body in _pages(data):
-        if first:
-            first = False
-            stream = serial
-            if body.startswith(b"OpusHead") and len(body) >= 19:
-                codec, channels = "opus", body[9]
-                pre_skip, rate = struct.unpack_from("<HI", body, 10)
-            elif body.startswith(b"\x01vorbis") and len(body) >= 16:
-                codec, channels = "vorbis", body[11]
-                (rate,) = struct.unpack_from("<I", body, 12)
-            else:
-                raise InvalidAudio("the Ogg stream holds neither Opus nor Vorbis audio; "
-                                   "encode it as Ogg Opus (e.g. `ffmpeg -i in.wav -c:a libopus out.ogg`)")
-        if serial == stream and granule >= 0:
+    for packet, granule, ends_page in packets:
+        samples += opus_packet_samples(packet) if codec == "opus" else _VORBIS_MAX_PACKET
+        if ends_page and granule >= 0:
+            # RFC 7845 §4: a page's granule counts the samples of the packets ended so far (less any trimmed
+            # at the very end): never more than they hold, never going back.
+            if granule > samples or granule < last_granule:
+                raise InvalidAudio(f"a granule position ({granule}) does not match the audio the stream holds "
+                                   f"({samples} samples); the file is damaged or forged")
             last_granule = granule
-    if not codec or last_granule < 0:
+    if last_granule < 0 or samples == 0:
         raise InvalidAudio("the Ogg stream holds no audio")
     if codec == "opus":
         # Opus granule positions count 48 kHz samples whatever the input rate, and include the pre-skip.
         duration = max(last_granule - pre_skip, 0) / 48000.0
     else:
-        duration = last_granule / float(rate or 1)
+        duration = last_granule / float(rate)
     return OggInfo(codec=codec, sample_rate=rate, channels=channels, duration=round(duration, 3))
 
 
@@ -171,6 +290,63 @@ class AudioBlob:
 #: Makes `[start, end]` of a meeting from its chunks (which have files) in a folder, returning the file
 #: (`meetmem.cloud.audio_render.render_range`; the store does not import the cloud).
 Renderer = Callable[[Sequence[AudioChunk], float, float, Path], Path]
+
+
+T = TypeVar("T")
+
+#: Renders one audio store runs at once (each takes a core while it decodes and encodes).
+RENDERS_AT_ONCE = 2
+#: How long a request waits for a render slot before it is told to come back.
+RENDER_WAIT_S = 60.0
+
+
+class RendersBusy(StoreError):
+    """Every render slot stayed taken for `RENDER_WAIT_S`: the request may be sent again shortly."""
+
+
+class SharedRenders:
+    """Renders in flight, shared by key, and a bound on how many run at once (issue 30).
+
+    A second request for a stretch that is being made waits for that render's result rather than make it again
+    (the page and its reloads ask for the same stretch); different stretches take one of `limit` slots each,
+    and a request that waits `wait_s` without one gets `RendersBusy`.
+    """
+
+    def __init__(self, limit: int = RENDERS_AT_ONCE, wait_s: float = RENDER_WAIT_S) -> None:
+        self._lock = threading.Lock()
+        self._flights: dict[Hashable, Future[Any]] = {}
+        self._slots = threading.BoundedSemaphore(limit)
+        self.wait_s = wait_s
+        self.made = 0  # renders run to the end or to an error (not those shared)
+
+    def run(self, key: Hashable, make: Callable[[], T]) -> T:
+        """`make()`'s result, made once for every caller asking for `key` while it runs."""
+        with self._lock:
+            flight = self._flights.get(key)
+            if flight is not None:
+                owner = False
+            else:
+                owner, flight = True, Future()
+                self._flights[key] = flight
+        if not owner:
+            return flight.result()
+        try:
+            if not self._slots.acquire(timeout=self.wait_s):
+                raise RendersBusy("the service is making other audio; send the request again in a minute")
+            try:
+                result = make()
+            finally:
+                self._slots.release()
+                self.made += 1
+        except BaseException as exc:
+            flight.set_exception(exc)
+            raise
+        else:
+            flight.set_result(result)
+            return result
+        finally:
+            with self._lock:
+                del self._flights[key]
 
 
 def render_key(chunks: Sequence[AudioChunk], start: float, end: float) -> str:
@@ -217,6 +393,7 @@ class AudioStore:
         self.log = log
         self.folder = Path(folder) if folder is not None else log.path.with_name(log.path.name + ".audio")
         self.default_keep = default_keep
+        self.renders = SharedRenders()
         with log.transaction():
             log.db.execute(
                 "CREATE TABLE IF NOT EXISTS meeting_audio (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
@@ -273,33 +450,51 @@ class AudioStore:
         sha = hashlib.sha256(data).hexdigest()
         existing = self.get(meeting_id, device_id, chunk_seq, tenant=tenant)
         if existing is not None:
-            if existing.sha256 != sha:
-                raise SequenceError(f"audio chunk {chunk_seq} of device {device_id!r} is already stored with "
-                                    "other content; a device's chunk numbers must not be reused")
-            return existing, False
+            return self._same(existing, sha), False
         path = self._file(sha)
+        # Written whole under a temporary name first (a crash never leaves half a file behind a recorded hash),
+        # then the row is claimed and the file named in one write transaction: of two uploads racing for one
+        # (device, chunk seq) one stores, the other finds its row and gets `new: false` or 409, and its file
+        # goes. Deletion removes files under the same lock, so none is named after its rows went (issue 30).
         try:
-            if not path.exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                # Written whole to a temporary name and renamed: a crash never leaves half a file behind
-                # a recorded hash.
-                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.replace(tmp, path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
         except OSError as exc:
-            raise StoreError(f"cannot write the audio file {path}: {exc}") from exc
-        with self.log.transaction():
-            self.log.db.execute(
-                "INSERT OR IGNORE INTO meeting_audio VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (tenant, meeting_id, device_id, chunk_seq, float(start), info.duration, sha, len(data),
-                 info.codec, added_at or _now()),
-            )
+            raise StoreError(f"the audio chunk could not be written ({exc.strerror or 'disk error'})") from exc
+        try:
+            with self.log.transaction():
+                self.log.require_meeting(meeting_id, tenant=tenant)  # not deleted since the check above
+                existing = self.get(meeting_id, device_id, chunk_seq, tenant=tenant)
+                if existing is not None:
+                    return self._same(existing, sha), False
+                self.log.db.execute(
+                    "INSERT INTO meeting_audio VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (tenant, meeting_id, device_id, chunk_seq, float(start), info.duration, sha, len(data),
+                     info.codec, added_at or _now()),
+                )
+                try:
+                    os.replace(tmp, path)
+                except OSError as exc:  # the row is rolled back with the transaction
+                    raise StoreError("the audio chunk could not be written "
+                                     f"({exc.strerror or 'disk error'})") from exc
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
         chunk = self.get(meeting_id, device_id, chunk_seq, tenant=tenant)
         assert chunk is not None
         return chunk, True
+
+    @staticmethod
+    def _same(existing: AudioChunk, sha: str) -> AudioChunk:
+        """The stored chunk, if it holds these bytes; else the (device, chunk seq) was reused."""
+        if existing.sha256 != sha:
+            raise SequenceError(f"audio chunk {existing.chunk_seq} of device {existing.device_id!r} is already "
+                                "stored with other content; a device's chunk numbers must not be reused")
+        return existing
 
     def _chunk(self, row: tuple) -> AudioChunk:
         meeting_id, device_id, chunk_seq, start, duration, sha, size, codec, added_at, tenant = row
@@ -334,8 +529,10 @@ class AudioStore:
         assert chunk.path is not None
         try:
             return chunk.path.read_bytes()
-        except OSError as exc:
-            raise StoreError(f"cannot read the audio file {chunk.path}: {exc.strerror}") from exc
+        except OSError as exc:  # the path is the operator's business, not the client's: logged, not answered
+            log.warning("cannot read the audio file %s: %s", chunk.path, exc.strerror)
+            raise StoreError(f"audio chunk {chunk.chunk_seq} of device {chunk.device_id!r} cannot be read "
+                             f"({exc.strerror})") from exc
 
     def blob(self, chunk: AudioChunk) -> AudioBlob:
         """The chunk's bytes, for sending in ranges."""
@@ -344,8 +541,11 @@ class AudioStore:
 
     def render(self, meeting_id: str, chunks: Sequence[AudioChunk], start: float, end: float, *, renderer: Renderer,
                tenant: str = DEFAULT_TENANT) -> AudioBlob:
-        """`[start, end]` of the meeting made from `chunks` by `renderer`, cached in `rendered_folder`."""
-        return AudioBlob.of_file(renderer(chunks, start, end, self.rendered_folder(meeting_id, tenant=tenant)))
+        """`[start, end]` of the meeting made from `chunks` by `renderer`, cached in `rendered_folder`; requests
+        for the same stretch while it is made share that one render."""
+        folder = self.rendered_folder(meeting_id, tenant=tenant)
+        key = (tenant, meeting_id, render_key(chunks, start, end))
+        return AudioBlob.of_file(self.renders.run(key, lambda: renderer(chunks, start, end, folder)))
 
     def verify(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[str]:
         """Problems with the meeting's audio files (missing, or bytes not matching their recorded sha256)."""
@@ -371,19 +571,16 @@ class AudioStore:
         The transcript log is not touched: its rows and hash chain stay exactly as they were.
         """
         self.log.require_meeting(meeting_id, tenant=tenant)
-        chunks = self.chunks(meeting_id, tenant=tenant)
         with self.log.transaction():
+            chunks = self.chunks(meeting_id, tenant=tenant)
             self.log.db.execute("DELETE FROM meeting_audio WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id))
+            self._unlink_unused({c.sha256 for c in chunks})
         shutil.rmtree(self.rendered_folder(meeting_id, tenant=tenant), ignore_errors=True)
-        for sha in {c.sha256 for c in chunks}:
-            if not self.log.read("SELECT 1 FROM meeting_audio WHERE sha256 = ? LIMIT 1", (sha,)):
-                self._file(sha).unlink(missing_ok=True)
         return len(chunks)
 
-    def remove_files(self, meeting_id: str, shas: Iterable[str], *, tenant: str = DEFAULT_TENANT) -> int:
-        """After a meeting's deletion committed (`TranscriptLog.delete_meeting`): remove its audio files that
-        no other meeting's rows name, and its rendered audio; returns how many files went."""
-        shutil.rmtree(self.rendered_folder(meeting_id, tenant=tenant), ignore_errors=True)
+    def _unlink_unused(self, shas: Iterable[str]) -> int:
+        """Inside a write transaction (so no upload names a file meanwhile): remove the files of `shas` no row
+        names any more; returns how many went."""
         removed = 0
         for sha in set(shas):
             if self.log.read("SELECT 1 FROM meeting_audio WHERE sha256 = ? LIMIT 1", (sha,)):
@@ -393,6 +590,13 @@ class AudioStore:
                 path.unlink(missing_ok=True)
                 removed += 1
         return removed
+
+    def remove_files(self, meeting_id: str, shas: Iterable[str], *, tenant: str = DEFAULT_TENANT) -> int:
+        """After a meeting's deletion committed (`TranscriptLog.delete_meeting`): remove its audio files that
+        no other meeting's rows name, and its rendered audio; returns how many files went."""
+        shutil.rmtree(self.rendered_folder(meeting_id, tenant=tenant), ignore_errors=True)
+        with self.log.transaction():
+            return self._unlink_unused(shas)
 
 
 def audio_store_for(log: Any, *, default_keep: bool = False) -> Any:

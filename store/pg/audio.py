@@ -24,6 +24,7 @@ from ..audio import (
     AudioBlob,
     AudioChunk,
     Renderer,
+    SharedRenders,
     check_chunk_place,
     keep_decision,
     ogg_info,
@@ -63,6 +64,7 @@ class PgAudioStore:
     def __init__(self, log: PgTranscriptLog, *, default_keep: bool = False) -> None:
         self.log = log
         self.default_keep = default_keep
+        self.renders = SharedRenders()
 
     # -- policy -------------------------------------------------------------------------------------------
     def set_policy(self, keep: bool, *, tenant: str = DEFAULT_TENANT, meeting_id: str | None = None,
@@ -182,6 +184,16 @@ class PgAudioStore:
         held = self.log._rows("SELECT bytes FROM meeting_audio_rendered WHERE tenant = %s AND meeting_id = %s AND "
                               "render_key = %s", (tenant, meeting_id, key), tenant=tenant)
         if held:
+            return self._rendered_blob(meeting_id, key, int(held[0][0]), tenant)
+        # Requests for this stretch while it is made (in this process) share the one render.
+        return self.renders.run((tenant, meeting_id, key),
+                                lambda: self._render(meeting_id, chunks, start, end, key, renderer, tenant))
+
+    def _render(self, meeting_id: str, chunks: Sequence[AudioChunk], start: float, end: float, key: str,
+                renderer: Renderer, tenant: str) -> AudioBlob:
+        held = self.log._rows("SELECT bytes FROM meeting_audio_rendered WHERE tenant = %s AND meeting_id = %s AND "
+                              "render_key = %s", (tenant, meeting_id, key), tenant=tenant)
+        if held:  # made by another process while this one waited for a slot
             return self._rendered_blob(meeting_id, key, int(held[0][0]), tenant)
         with tempfile.TemporaryDirectory(prefix="meetmem-audio-") as tmp:
             local = []
