@@ -146,7 +146,8 @@ class AskRequest(_Strict):
     question: NonBlank = Field(max_length=2_000)
     explain: bool = Field(default=False, description="also return the manifest of the context used")
     device_id: str | None = Field(
-        default=None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$",
+        default=None, min_length=1, max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$",
         description="the asking device: \"what was said since I joined?\" starts at its first segment",
     )
     session_id: str | None = Field(

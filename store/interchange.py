@@ -56,12 +56,24 @@ def _optional_str(obj: dict[str, Any], name: str, max_chars: int) -> str | None:
     return _storable(name, value)
 
 
-def _storable(name: str, value: str) -> str:
-    """JSON's `\\ud800` escapes decode to lone surrogates, which no UTF-8 database can hold."""
+def is_valid_unicode(value: str) -> bool:
+    """False for a lone surrogate (JSON's `\\ud800` decodes to one), which no UTF-8 database can hold."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidSegment(f"{name!r} contains a lone surrogate; text must be valid Unicode") from None
+        return False
+    return True
+
+
+def has_control_characters(value: str) -> bool:
+    """Whether `value` holds a C0 control character or DEL (NUL included)."""
+    return any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
+
+
+def _storable(name: str, value: str) -> str:
+    """JSON's `\\ud800` escapes decode to lone surrogates, which no UTF-8 database can hold."""
+    if not is_valid_unicode(value):
+        raise InvalidSegment(f"{name!r} contains a lone surrogate; text must be valid Unicode")
     if "\x00" in value:
         raise InvalidSegment(f"{name!r} contains a NUL character")
     return value
@@ -106,6 +118,8 @@ def validate_segment(obj: Any, seq: int) -> SegmentInput:
     if len(text) > MAX_TEXT_CHARS:
         raise InvalidSegment(f"'text' is {len(text)} characters; one segment holds at most {MAX_TEXT_CHARS}")
     speaker = _optional_str(obj, "speaker", MAX_SPEAKER_CHARS)
+    if speaker is not None and has_control_characters(speaker):
+        raise InvalidSegment("'speaker' contains a control character; a speaker label is an id")
     lang = _optional_str(obj, "lang", MAX_LANG_CHARS)
     if lang is not None and not _LANG_RE.match(lang):
         raise InvalidSegment(f"'lang' must be a language code such as 'en' or 'zh', got {lang!r}")
@@ -162,8 +176,10 @@ def check_id(what: str, value: str) -> str:
         raise InvalidSegment(f"{what} must be a non-empty string")
     if len(value) > MAX_ID_CHARS:
         raise InvalidSegment(f"{what} is longer than {MAX_ID_CHARS} characters")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if has_control_characters(value):
         raise InvalidSegment(f"{what} contains control characters")
+    if not is_valid_unicode(value):
+        raise InvalidSegment(f"{what} contains a lone surrogate; it must be valid Unicode")
     if what == "meeting id" and ("/" in value or value in (".", "..")):
         raise InvalidSegment(f"meeting id {value!r} cannot be used in a URL: it may not contain '/' or be '.' or '..'")
     return value

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidSegment, StoreError
+from .interchange import has_control_characters, is_valid_unicode
 from .log import DEFAULT_TENANT, TranscriptLog
 
 TABLE = "speaker_names"
@@ -172,13 +173,21 @@ def checked_names(names: Any) -> dict[str, str | None]:
     for label, name in names.items():
         if not isinstance(label, str) or not label.strip() or len(label) > MAX_LABEL_CHARS:
             raise InvalidSegment(f"speaker label {label!r} must be 1 to {MAX_LABEL_CHARS} characters")
+        # A label is an id: no control character (NUL included, which PostgreSQL cannot store), and valid
+        # Unicode (a JSON `\\ud800` decodes to a lone surrogate, which no UTF-8 database can store).
         if "\x00" in label:
             raise InvalidSegment(f"speaker label {label!r} contains a NUL character")
+        if has_control_characters(label):
+            raise InvalidSegment(f"speaker label {label!r} contains a control character")
+        if not is_valid_unicode(label):
+            raise InvalidSegment(f"speaker label {label!r} contains a lone surrogate; it must be valid Unicode")
         if name is not None:
             if not isinstance(name, str):
                 raise InvalidSegment(f"the name of {label!r} must be text or null (null withdraws it)")
             if "\x00" in name:
                 raise InvalidSegment(f"the name of {label!r} contains a NUL character")
+            if not is_valid_unicode(name):
+                raise InvalidSegment(f"the name of {label!r} contains a lone surrogate; it must be valid Unicode")
             name = " ".join(name.split())
             if not name or len(name) > MAX_NAME_CHARS:
                 raise InvalidSegment(f"the name of {label!r} must be 1 to {MAX_NAME_CHARS} characters, "

@@ -44,7 +44,8 @@ def get_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depend
 Token = Annotated[str, Depends(get_token)]
 MeetingId = Annotated[
     str,
-    Path(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$",
+    # No control character anywhere (NUL included: `\S` alone would let one stand as the non-space).
+    Path(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$",
          description="the meeting's id, scoped to the token's tenant", examples=["standup-2026-11-30"]),
 ]
 
