@@ -199,9 +199,12 @@ class TranscriptLog(MeetingDumps, MeetingLifecycle, RetentionSettings):
                             (tenant, meeting_id)).fetchone()
         if gone is not None:
             raise MeetingDeleted(tenant, meeting_id, gone[0])
+        # The batch's arrival time: a new meeting's `created_at` is when the server first stored a row of it
+        # (retention counts a meeting's age from it, never from a time the device gave).
+        received_at = self._clock()
         conn.execute(
             "INSERT OR IGNORE INTO meetings (tenant, meeting_id, created_at) VALUES (?, ?, ?)",
-            (tenant, meeting_id, utc_now()),
+            (tenant, meeting_id, received_at),
         )
         ids = [segment_id_for(tenant, meeting_id, device_id, s.seq) for s in ordered]
         stored: dict[str, Segment] = {}
@@ -228,7 +231,7 @@ class TranscriptLog(MeetingDumps, MeetingLifecycle, RetentionSettings):
                                 (segment_id, tenant, meeting_id)).fetchone() is not None
 
         plan = plan_batch(tenant=tenant, meeting_id=meeting_id, device_id=device_id, ordered=ordered, ids=ids,
-                          stored=stored, max_seq=max_seq, next_pos=pos, prev_hash=prev, received_at=self._clock(),
+                          stored=stored, max_seq=max_seq, next_pos=pos, prev_hash=prev, received_at=received_at,
                           supersedes_exists=supersedes_exists)
         rows, added, duplicates, pos, prev = plan.rows, plan.added, plan.duplicates, plan.head_pos + 1, plan.head_hash
         if rows:

@@ -1,10 +1,13 @@
 """Retention: each tenant's meetings are deleted once they are older than N days.
 
-A meeting's age runs from its `started_at` (the metadata a device or user gave), else from the arrival of
-its last segment: a meeting with no stated start is kept N days after it last heard anything. The number
-of days comes from the tenant's own setting (`meetmem retention set --tenant T --days N`, kept in the
-database), else from the service's `MEETMEM_RETENTION_DAYS` (none by default: nothing is deleted). A
-tenant's 0 days means "keep forever", whatever the service's default.
+A meeting's age runs from when the server first stored a row of it (the meeting's `created_at`, stamped
+with the server's arrival clock), never from a time a device gave: a `started_at` of 1970 in a batch posted
+a second ago does not make the meeting old, and one of 9999 does not keep it forever (issue 30). A meeting
+still receiving segments is never deleted, whatever its age: one that is open (a segment arrived after its
+last closure; the server closes a meeting after `close_after_silence`) or that stored a segment within the
+last `ACTIVE_WINDOW`. The number of days comes from the tenant's own setting (`meetmem retention set
+--tenant T --days N`, kept in the database), else from the service's `MEETMEM_RETENTION_DAYS` (none by
+default: nothing is deleted). A tenant's 0 days means "keep forever", whatever the service's default.
 
 Deleting goes through `TranscriptLog.delete_meeting`, as any deletion: each meeting leaves a signed
 tombstone whose reason names the policy.
@@ -27,6 +30,33 @@ if TYPE_CHECKING:
     from .log import TranscriptLog
     from .pg.log import PgTranscriptLog
 
+#: A meeting that stored a segment this recently is still receiving, closed or not: never deleted.
+ACTIVE_WINDOW = timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingAge:
+    """What retention reads of one meeting, all of it stamped by the server: when its first row was stored
+    (`created_at`; the earliest arrival of its segments where that is earlier), when its newest segment
+    arrived, and whether it is open (it holds segments and no closure covers the newest)."""
+
+    tenant: str
+    meeting_id: str
+    created_at: str
+    first_received: str | None
+    last_received: str | None
+    open: bool
+
+
+def _parse(stamp: str | None) -> datetime | None:
+    if not stamp:
+        return None
+    try:
+        when = datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
 
 @dataclass(frozen=True, slots=True)
 class Expired:
@@ -34,7 +64,7 @@ class Expired:
 
     tenant: str
     meeting_id: str
-    basis: str  # "started_at" or "last_segment"
+    basis: str  # "first_received": the server's time of the meeting's first stored row
     since: str
     days: int
 
@@ -75,27 +105,27 @@ class RetentionPolicy:
         `days` overrides every tenant's setting (`meetmem retention apply --days N`).
         """
         now = now or datetime.now(UTC)
-        rows = self.log.meeting_ages(tenant=tenant)
         policy: dict[str, int | None] = {}
         out: list[Expired] = []
-        for t, meeting_id, started_at, last, created_at in rows:
+        for age in self.log.meeting_ages(tenant=tenant):
             if days is not None:
                 limit = days
             else:
-                if t not in policy:
-                    policy[t] = self.days_for(t)[0]
-                limit = policy[t]
-            if not limit:
+                if age.tenant not in policy:
+                    policy[age.tenant] = self.days_for(age.tenant)[0]
+                limit = policy[age.tenant]
+            if not limit or age.open:
                 continue
-            basis, since = ("started_at", started_at) if started_at else ("last_segment", last or created_at)
-            try:
-                when = datetime.fromisoformat(since)
-            except (TypeError, ValueError):
+            last = _parse(age.last_received)
+            if last is not None and now - last < ACTIVE_WINDOW:
                 continue
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=UTC)
+            stamps = [(when, text) for text in (age.created_at, age.first_received)
+                      if (when := _parse(text)) is not None]
+            if not stamps:
+                continue
+            when, since = min(stamps)
             if now - when > timedelta(days=limit):
-                out.append(Expired(t, meeting_id, basis, since, limit))
+                out.append(Expired(age.tenant, age.meeting_id, "first_received", since, limit))
         return out
 
 
@@ -122,11 +152,26 @@ class RetentionSettings:
                 self.db.execute("INSERT OR REPLACE INTO retention_policy VALUES (?, ?, ?)",
                                 (tenant, days, datetime.now(UTC).isoformat(timespec="microseconds")))
 
-    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
-        """`(tenant, meeting_id, started_at, last segment's arrival, created_at)` of every meeting, oldest first."""
-        return [tuple(r) for r in self.read(  # type: ignore[misc]
-            "SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
-            "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
-            + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
+    def meeting_ages(self, *, tenant: str | None = None) -> list[MeetingAge]:
+        """Every meeting's age as retention reads it (`MeetingAge`), oldest first."""
+        return [MeetingAge(r[0], r[1], r[2], r[3], r[4], is_open(r[5], r[6])) for r in self.read(
+            AGES_SQL + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
             (tenant,) if tenant is not None else (),
         )]
+
+
+#: `(tenant, meeting_id, created_at, first and last arrival, newest chain position, newest closure's
+#: through_pos)` of each meeting; the same on both backends.
+AGES_SQL = (
+    "SELECT m.tenant, m.meeting_id, m.created_at, "
+    "(SELECT MIN(received_at) FROM segments s WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), "
+    "(SELECT MAX(received_at) FROM segments s WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), "
+    "(SELECT MAX(chain_pos) FROM segments s WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), "
+    "(SELECT MAX(through_pos) FROM meeting_closures c WHERE c.tenant = m.tenant AND c.meeting_id = m.meeting_id) "
+    "FROM meetings m "
+)
+
+
+def is_open(head_pos: int | None, closed_through: int | None) -> bool:
+    # Open: it holds segments, and no closure reaches its newest one (a segment after a closure reopens it).
+    return head_pos is not None and (closed_through is None or int(closed_through) < int(head_pos))

@@ -155,8 +155,10 @@ def add_delete_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     p.set_defaults(func=cmd_tombstones)
 
     retention = sub.add_parser("retention", help="delete meetings older than N days, per tenant",
-                               description="Retention: meetings older than N days (by their start, else their last "
-                               "segment's arrival) are deleted by the server's reaper and by `retention apply`. "
+                               description="Retention: meetings older than N days (counted from when the server first "
+                               "stored a row of them, never from a time a device gave) are deleted by the server's "
+                               "reaper and by `retention apply`; a meeting still receiving segments (open, or one "
+                               "stored within the last day) is kept. "
                                "N is the tenant's own setting, else MEETMEM_RETENTION_DAYS (none: keep forever).")
     rsub = retention.add_subparsers(dest="retention_command", metavar="ACTION", required=True)
     p = rsub.add_parser("set", parents=[common_no_tenant], help="set a tenant's retention",

@@ -155,8 +155,11 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps, PgMeetingLifecycle, PgReten
                             (tenant, meeting_id)).fetchone()
         if gone is not None:
             raise MeetingDeleted(tenant, meeting_id, gone[0])
+        # The batch's arrival time: a new meeting's `created_at` is when the server first stored a row of it
+        # (retention counts a meeting's age from it, never from a time the device gave).
+        received_at = self._clock()
         conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES (%s, %s, %s) "
-                     "ON CONFLICT (tenant, meeting_id) DO NOTHING", (tenant, meeting_id, utc_now()))
+                     "ON CONFLICT (tenant, meeting_id) DO NOTHING", (tenant, meeting_id, received_at))
         ids = [segment_id_for(tenant, meeting_id, device_id, s.seq) for s in ordered]
         stored = {seg.segment_id: seg for seg in map(row_to_segment, conn.execute(
             f"SELECT {SEGMENT_SELECT} FROM segments WHERE segment_id = ANY(%s)", (ids,)).fetchall())}
@@ -172,7 +175,7 @@ class PgTranscriptLog(PgConnections, PgMeetingDumps, PgMeetingLifecycle, PgReten
 
         plan = plan_batch(tenant=tenant, meeting_id=meeting_id, device_id=device_id, ordered=ordered, ids=ids,
                           stored=stored, max_seq=-1 if max_seq is None else int(max_seq), next_pos=pos,
-                          prev_hash=prev, received_at=self._clock(), supersedes_exists=supersedes_exists)
+                          prev_hash=prev, received_at=received_at, supersedes_exists=supersedes_exists)
         if plan.rows:
             columns = ", ".join(f'"{c}"' for c in SEGMENT_COLUMNS)
             marks = ", ".join(["%s"] * len(SEGMENT_COLUMNS))

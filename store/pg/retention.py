@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from ..retention import AGES_SQL, MeetingAge, is_open
 from .connections import ALL_TENANTS
 
 
@@ -27,9 +28,9 @@ class PgRetentionSettings:
                              "ON CONFLICT (tenant) DO UPDATE SET days = excluded.days, set_at = excluded.set_at",
                              (tenant, days, datetime.now(UTC).isoformat(timespec="seconds")))
 
-    def meeting_ages(self, *, tenant: str | None = None) -> list[tuple[str, str, str | None, str | None, str]]:
-        sql = ("SELECT m.tenant, m.meeting_id, m.started_at, (SELECT MAX(received_at) FROM segments s "
-               "WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id), m.created_at FROM meetings m "
-               + ("WHERE m.tenant = %s " if tenant is not None else "") + "ORDER BY m.created_at, m.ord")
-        return [tuple(r) for r in self._rows(sql, (tenant,) if tenant is not None else (),  # type: ignore[misc]
-                                             tenant=tenant if tenant is not None else ALL_TENANTS)]
+    def meeting_ages(self, *, tenant: str | None = None) -> list[MeetingAge]:
+        """Every meeting's age as retention reads it (`MeetingAge`), oldest first."""
+        sql = AGES_SQL + ("WHERE m.tenant = %s " if tenant is not None else "") + "ORDER BY m.created_at, m.ord"
+        rows = self._rows(sql, (tenant,) if tenant is not None else (),
+                          tenant=tenant if tenant is not None else ALL_TENANTS)
+        return [MeetingAge(r[0], r[1], r[2], r[3], r[4], is_open(r[5], r[6])) for r in rows]

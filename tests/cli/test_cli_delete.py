@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from meetmem.store.backends import open_log
+from meetmem.store.records import SegmentInput
+
 #: Every command here on both stores (`--database postgresql://...` for PostgreSQL).
 BACKENDS = ("sqlite", "postgres")
 
@@ -20,10 +23,14 @@ def two_meetings(run_cli: Any, jsonl_writer: Any, tmp_path: Path) -> Any:
     rows = [{"start": 2.0 * i, "end": 2.0 * i + 1.5, "text": f"point {i}"}
             for i in range(4)]
     transcript = jsonl_writer(tmp_path / "m.jsonl", rows)
-    for meeting_id, date in (("old", "2020-01-06T09:00:00+00:00"), ("keep", None)):
-        extra = ["--date", date] if date else []
-        result = run_cli("ingest", meeting_id, str(transcript), *extra)
-        assert result.returncode == 0, result.stderr
+    # "old" was first stored in 2020 by the server's clock; "keep" today, though its device says 1970: a
+    # meeting's age is the server's to tell.
+    target = run_cli.db if isinstance(run_cli.db, Path) else run_cli.db.url
+    with open_log(target, clock=lambda: "2020-01-06T09:00:00+00:00") as log:
+        log.append("old", "file:old", [SegmentInput(seq=i, **row) for i, row in enumerate(rows)])
+        log.close_meeting("old", reason="ingested")
+    result = run_cli("ingest", "keep", str(transcript), "--date", "1970-01-01T00:00:00+00:00")
+    assert result.returncode == 0, result.stderr
     return run_cli
 
 
@@ -107,7 +114,7 @@ def test_retention_set_show_and_apply(two_meetings: Any) -> None:
     assert run_cli("segments", "old").returncode == 0
     done = run_cli("retention", "apply", "--json").json()
     assert [t["meeting_id"] for t in done["deleted"]] == ["old"]
-    assert done["deleted"][0]["reason"].startswith("retention: older than 30 days (by started_at 2020-01-06")
+    assert done["deleted"][0]["reason"].startswith("retention: older than 30 days (by first_received 2020-01-06")
     assert run_cli("segments", "old").returncode == 1 and run_cli("segments", "keep").returncode == 0
     assert run_cli("verify", "keep").returncode == 0
     assert run_cli("retention", "set", "--tenant", "local", "--days", "-1").returncode == 1

@@ -78,9 +78,11 @@ def test_delete_leaves_a_signed_tombstone_and_nothing_else(make_api: Any, kept_a
 def test_the_reaper_applies_retention(make_api: Any, cloud_backend: str | None, tmp_path: Any,
                                       kept_audio_bytes: Any) -> None:
     db = tmp_path / "retained.db"
-    with open_log(cloud_backend or db, upgrade=False) as log:  # stored before the server starts
+    with open_log(cloud_backend or db, upgrade=False,  # stored before the server starts, by its clock then
+                  clock=lambda: "2020-01-01T09:00:00+00:00") as log:
         log.append("old", "glasses", [SegmentInput(**row) for row in PRICE], tenant="acme",
-                   meta=MeetingMeta(started_at="2020-01-01T09:00:00+00:00"))
+                   meta=MeetingMeta(started_at="9999-12-31T09:00:00+00:00"))  # a device's start is not its age
+        log.close_meeting("old", tenant="acme")
         audio_store_for(log).add("old", "glasses", 0, DEMO_AUDIO.read_bytes(), start=0.0, tenant="acme")
     api = make_api(embedders=None, retention_days=30, db=db)
     headers = api.headers(api.token("acme"))

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -259,22 +259,30 @@ def test_a_process_killed_mid_deletion_leaves_everything(tmp_path: Path, key: Re
         assert report.ok and report.checked == 400
 
 
-def test_retention_picks_meetings_by_start_else_last_arrival(log: TranscriptLog) -> None:
-    log.append("dated", "g", make_segments(["a"]), meta=MeetingMeta(started_at="2026-11-01T09:00:00+00:00"))
-    log.append("undated", "g", make_segments(["b"]))
-    log.append("theirs", "g", make_segments(["c"]), tenant="keeper",
-               meta=MeetingMeta(started_at="2020-01-01T09:00:00+00:00"))
+def test_retention_counts_from_the_servers_first_arrival(log: TranscriptLog) -> None:
+    def arriving(stamp: str) -> None:
+        log._clock = lambda: stamp
+
+    # The start a device gives is not read: a meeting's age runs from the server's first stored row.
+    arriving("2026-11-01T09:00:00+00:00")
+    log.append("dated", "g", make_segments(["a"]), meta=MeetingMeta(started_at="9999-12-31T09:00:00+00:00"))
+    arriving("2026-11-25T09:00:00+00:00")
+    log.append("recent", "g", make_segments(["b"]), meta=MeetingMeta(started_at="1970-01-01T00:00:00+00:00"))
+    arriving("2020-01-01T09:00:00+00:00")
+    log.append("theirs", "g", make_segments(["c"]), tenant="keeper")
+    for tenant, meeting_id in (("local", "dated"), ("local", "recent"), ("keeper", "theirs")):
+        log.close_meeting(meeting_id, tenant=tenant)
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
     policy = RetentionPolicy(log)
     assert policy.expired(now=now) == []  # no default, no tenant setting: kept forever
     policy = RetentionPolicy(log, default_days=20)
-    assert [(e.meeting_id, e.basis) for e in policy.expired(now=now)] == [("dated", "started_at"),
-                                                                         ("theirs", "started_at")]
+    assert [(e.meeting_id, e.basis, e.since) for e in policy.expired(now=now)] == [
+        ("theirs", "first_received", "2020-01-01T09:00:00+00:00"),
+        ("dated", "first_received", "2026-11-01T09:00:00+00:00")]
     policy.set("keeper", 0)  # the tenant keeps its meetings forever, whatever the default
     assert [e.meeting_id for e in policy.expired(now=now)] == ["dated"]
-    later = datetime.now(UTC) + timedelta(days=21)  # the undated meeting ages from its last segment's arrival
-    assert [(e.meeting_id, e.basis) for e in policy.expired(now=later)] == [("dated", "started_at"),
-                                                                           ("undated", "last_segment")]
+    later = datetime(2026, 12, 20, 12, tzinfo=UTC)
+    assert [e.meeting_id for e in policy.expired(now=later)] == ["dated", "recent"]
     # An explicit number of days (`retention apply --days N`) stands for every tenant's setting.
     assert [e.meeting_id for e in policy.expired(now=now, days=40)] == ["theirs"]
     assert [e.meeting_id for e in policy.expired(now=now, days=10, tenant="keeper")] == ["theirs"]
@@ -283,3 +291,14 @@ def test_retention_picks_meetings_by_start_else_last_arrival(log: TranscriptLog)
     with pytest.raises(StoreError, match="whole number"):
         policy.set("keeper", -1)
     assert json.dumps(policy.expired(now=now)[0].public())
+    # A meeting still receiving is kept, however old: open (a segment after its closure reopened it) ...
+    arriving("2026-11-02T09:00:00+00:00")
+    log.append("dated", "g", make_segments(["a late one"], first_seq=1))
+    assert [e.meeting_id for e in policy.expired(now=now)] == ["theirs"]
+    # ... or closed, with a segment stored within the last day.
+    log.close_meeting("dated")
+    assert [e.meeting_id for e in policy.expired(now=now)] == ["theirs", "dated"]
+    arriving("2026-12-01T11:00:00+00:00")
+    log.append("dated", "g", make_segments(["later still"], first_seq=2))
+    log.close_meeting("dated")
+    assert [e.meeting_id for e in policy.expired(now=now)] == ["theirs"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,6 @@ psycopg = pytest.importorskip("psycopg")
 from meetmem.store.audio import AudioStore, audio_store_for  # noqa: E402
 from meetmem.store.errors import MeetingNotFound, SequenceError, StoreError  # noqa: E402
 from meetmem.store.log import TranscriptLog  # noqa: E402
-from meetmem.store.meeting_meta import MeetingMeta  # noqa: E402
 from meetmem.store.pg.audio import PgAudioStore  # noqa: E402
 from meetmem.store.pg.log import PgTranscriptLog  # noqa: E402
 from meetmem.store.receipts import ReceiptKey  # noqa: E402
@@ -184,9 +184,9 @@ def test_deleting_the_meeting_or_retention_takes_its_audio(pg: PgTranscriptLog, 
                             "meeting_id = 'm1'").fetchone()[0] == 0
     with pytest.raises(MeetingNotFound, match="deleted"):
         audio.add("m1", "glasses", 1, ogg, start=0, tenant="acme")
-    # Retention deletes the same way: rival's m2 is old by its stated start.
-    pg.append("m2", "g1", [], tenant="rival", meta=MeetingMeta(started_at="2020-01-01T09:00:00+00:00"))
-    for expired in RetentionPolicy(pg).expired(days=30, tenant="rival"):
+    # Retention deletes the same way: a month on, rival's m2 (closed) is old; its m1, still open, is kept.
+    pg.close_meeting("m2", tenant="rival")
+    for expired in RetentionPolicy(pg).expired(days=30, tenant="rival", now=datetime.now(UTC) + timedelta(days=31)):
         pg.delete_meeting(expired.meeting_id, tenant=expired.tenant, key=key, reason="retention")
     assert _audio_rows(pg_url) == [("acme", "m2", 0), ("rival", "m1", 0)]
     for tenant, meeting in (("acme", "m2"), ("rival", "m1")):

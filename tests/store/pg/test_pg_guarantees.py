@@ -14,7 +14,7 @@ from meetmem.store.errors import ImmutableLog, MeetingDeleted, MeetingNotFound, 
 from meetmem.store.log import TranscriptLog  # noqa: E402
 from meetmem.store.pg.log import PgTranscriptLog  # noqa: E402
 from meetmem.store.receipts import ReceiptKey  # noqa: E402
-from meetmem.store.records import SegmentInput  # noqa: E402
+from meetmem.store.records import SegmentInput, utc_now  # noqa: E402
 from meetmem.store.retention import RetentionPolicy  # noqa: E402
 
 TEXTS = ["we ship on March 3rd", "the tooling quote is $4,250", "Dana owns the press release", "不是周五，是下周一"]
@@ -204,13 +204,18 @@ def test_deletion_on_postgres(pg: PgTranscriptLog, pg_url: str, tmp_path: Path) 
 def test_retention_on_postgres(pg: PgTranscriptLog, tmp_path: Path) -> None:
     from meetmem.store.meeting_meta import meeting_meta
 
-    pg.append("old", "g1", batch(TEXTS), meta=meeting_meta(started_at="2026-01-05T09:00:00+01:00"))
-    pg.append("new", "g1", batch(TEXTS))
+    pg._clock = lambda: "2026-01-05T08:00:00+00:00"  # the server's arrival clock, which retention reads
+    pg.append("old", "g1", batch(TEXTS), meta=meeting_meta(started_at="9999-12-31T09:00:00+01:00"))
+    pg.close_meeting("old")
+    pg._clock = utc_now
+    pg.append("new", "g1", batch(TEXTS), meta=meeting_meta(started_at="1970-01-01T00:00:00+00:00"))
+    pg.close_meeting("new")
     policy = RetentionPolicy(pg, default_days=None)
     policy.set("local", 30)
     assert policy.settings() == {"local": 30}
     expired = policy.expired()
-    assert [(e.meeting_id, e.basis) for e in expired] == [("old", "started_at")]
+    assert [(e.meeting_id, e.basis, e.since) for e in expired] == [("old", "first_received",
+                                                                    "2026-01-05T08:00:00+00:00")]
     policy.set("local", None)
     assert policy.settings() == {} and policy.expired() == []
 
