@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import MeetingNotFound, StoreError
 from .interchange import check_id
-from .receipts import ReceiptKey
+from .receipts import ReceiptError, ReceiptKey
 from .records import DEFAULT_TENANT, GENESIS_HASH, Closure, utc_now
 from .rows import TOMBSTONE_COLUMNS
 from .tombstones import Tombstone, check_tombstone, sign_tombstone
@@ -75,6 +75,22 @@ class MeetingLifecycle:
         return [(t, m, r or "") for t, m, r in rows if self.closure(m, tenant=t) is None]
 
     # -- deletion: the one way rows leave the log -------------------------------------------------------
+    #: The key `delete_meeting` signs with, while it writes its tombstone (the schema's
+    #: `meetmem_tombstone_signed` checks a tombstone against it; None: every tombstone is refused).
+    _deleting_with: ReceiptKey | None = None
+
+    def tombstone_signed(self, *fields: Any) -> int:
+        """The schema's `meetmem_tombstone_signed(tenant, ..., version)` (store/schema.py): 1 when the key
+        `delete_meeting` holds right now signed exactly this tombstone, else 0."""
+        key = self._deleting_with
+        if key is None:
+            return 0
+        try:
+            check_tombstone(key, Tombstone(*fields))
+        except (ReceiptError, TypeError, ValueError):
+            return 0
+        return 1
+
     #: Derived tables keyed by (tenant, meeting_id), made by the modules that own them (each may be absent).
     DERIVED_MEETING_TABLES = ("summary_sections", "meeting_digests", "ledger_items", "meeting_audio", "audio_policy",
                               "speaker_names")
@@ -117,11 +133,16 @@ class MeetingLifecycle:
                                            reason=reason, segments=int(count), head_pos=head_pos,
                                            head_hash=head_hash)
                 t = tombstone
-                # The tombstone first: the schema's triggers refuse these DELETEs for a meeting without one.
-                conn.execute("INSERT INTO meeting_deletions (tenant, meeting_id, deleted_at, reason, segments, "
-                             "head_pos, head_hash, key_id, sig, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
-                              t.key_id, t.sig, t.version))
+                # The tombstone first: the schema's triggers refuse these DELETEs for a meeting without one,
+                # and refuse the tombstone unless this key signed it.
+                self._deleting_with = key
+                try:
+                    conn.execute("INSERT INTO meeting_deletions (tenant, meeting_id, deleted_at, reason, segments, "
+                                 "head_pos, head_hash, key_id, sig, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos,
+                                  t.head_hash, t.key_id, t.sig, t.version))
+                finally:
+                    self._deleting_with = None
                 if "segment_vectors" in tables:
                     conn.execute("DELETE FROM segment_vectors WHERE segment_id IN (SELECT segment_id FROM segments "
                                  "WHERE tenant = ? AND meeting_id = ?)", key_args)

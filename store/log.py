@@ -41,7 +41,7 @@ from .records import (
 )
 from .retention import RetentionSettings
 from .rows import SEGMENT_COLUMNS, SEGMENT_SELECT, row_to_segment
-from .schema import create_schema
+from .schema import TOMBSTONE_SIGNED_FUNCTION, create_schema
 from .verify import check_chain
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,8 @@ class TranscriptLog(MeetingDumps, MeetingLifecycle, RetentionSettings):
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
         self._conn = conn
+        # The schema's guard on tombstones calls back here (store/schema.py, `deletions_need_the_key`).
+        conn.create_function(TOMBSTONE_SIGNED_FUNCTION, 10, self.tombstone_signed)
         self.db = sqlite_utils.Database(conn)
         self._write_lock = threading.RLock()
         self._readers = ReaderPool(self.path)  # reads on other threads than the writer's (store/readers.py)

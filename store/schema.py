@@ -21,6 +21,14 @@ import sqlite_utils
 _NO_TOMBSTONE = ("NOT EXISTS (SELECT 1 FROM meeting_deletions d WHERE d.tenant = OLD.tenant "
                  "AND d.meeting_id = OLD.meeting_id)")
 
+_MEETING_HELD = ("EXISTS (SELECT 1 FROM meetings m WHERE m.tenant = NEW.tenant "
+                 "AND m.meeting_id = NEW.meeting_id)")
+_OF_NEW = "tenant = NEW.tenant AND meeting_id = NEW.meeting_id"
+
+#: The SQL function `TranscriptLog` registers on its own connection (store/lifecycle.py,
+#: `MeetingLifecycle.tombstone_signed`): 1 when the deleting process's receipt key signed the tombstone.
+TOMBSTONE_SIGNED_FUNCTION = "meetmem_tombstone_signed"
+
 SCHEMA_TRIGGERS = [
     # The log is append-only: the database refuses to change or remove a row, whoever asks.
     """CREATE TRIGGER IF NOT EXISTS segments_refuse_update BEFORE UPDATE ON segments
@@ -53,6 +61,31 @@ SCHEMA_TRIGGERS = [
        BEGIN SELECT RAISE(ABORT, 'tombstones are kept as signed: UPDATE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS deletions_refuse_delete BEFORE DELETE ON meeting_deletions
        BEGIN SELECT RAISE(ABORT, 'tombstones are kept forever: DELETE refused'); END""",
+    # A tombstone opens its meeting's rows to DELETE, so writing one is guarded as far as the database can
+    # (issue 30): an unsigned one is refused outright; one for a meeting held here must describe its rows as
+    # stored (their count, the head), and must pass `meetmem_tombstone_signed`, which only a meetmem process
+    # registers, on its own connection, and which answers 1 only while `delete_meeting` signs that very
+    # tombstone with its receipt key. Anything else writing to the file (the sqlite3 shell, a script) has no
+    # such function, so its INSERT fails. A tombstone for a meeting not held here (`meetmem migrate` bringing
+    # another database's deletions) removes nothing and needs only its form. What the database cannot do is
+    # check the HMAC itself (the key stays outside it), so a program that defines the function itself gets
+    # as far as a program that drops the trigger; `meetmem verify` checks every tombstone's signature.
+    """CREATE TRIGGER IF NOT EXISTS deletions_refuse_unsigned BEFORE INSERT ON meeting_deletions
+       WHEN NEW.version IS NOT 1 OR length(NEW.sig) != 64 OR NEW.sig GLOB '*[^0-9a-f]*'
+         OR length(NEW.key_id) != 12 OR NEW.key_id GLOB '*[^0-9a-f]*'
+       BEGIN SELECT RAISE(ABORT, 'a tombstone must carry its key id and HMAC-SHA256 signature: INSERT refused');
+       END""",
+    f"""CREATE TRIGGER IF NOT EXISTS deletions_match_the_meeting BEFORE INSERT ON meeting_deletions
+       WHEN {_MEETING_HELD} AND (
+         NEW.segments IS NOT (SELECT COUNT(*) FROM segments WHERE {_OF_NEW})
+         OR NEW.head_pos IS NOT COALESCE((SELECT head_pos FROM meeting_heads WHERE {_OF_NEW}), -1)
+         OR NEW.head_hash IS NOT COALESCE((SELECT head_hash FROM meeting_heads WHERE {_OF_NEW}), '{"0" * 64}'))
+       BEGIN SELECT RAISE(ABORT, 'a tombstone must name its meeting''s rows and head as stored: INSERT refused');
+       END""",
+    f"""CREATE TRIGGER IF NOT EXISTS deletions_need_the_key BEFORE INSERT ON meeting_deletions
+       WHEN {_MEETING_HELD} AND NOT {TOMBSTONE_SIGNED_FUNCTION}(NEW.tenant, NEW.meeting_id, NEW.deleted_at,
+         NEW.reason, NEW.segments, NEW.head_pos, NEW.head_hash, NEW.key_id, NEW.sig, NEW.version)
+       BEGIN SELECT RAISE(ABORT, 'a tombstone must be signed by the deleting server''s key: INSERT refused'); END""",
 ]
 
 #: Triggers whose body changed since a database could have been made: dropped and made again on open.
