@@ -31,6 +31,7 @@ from meetmem.store.errors import (
     StoreError,
 )
 
+from .headers import SecurityHeaders
 from .service import NotReady
 from .voice import VoiceUnavailable
 
@@ -150,6 +151,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     app.add_middleware(ClientLimits, options=LimitOptions(
         body_timeout=settings.body_timeout, per_client=settings.per_client_requests, rate=settings.rate_limit,
         burst=settings.rate_burst))
+    app.add_middleware(SecurityHeaders)  # outermost and reading nothing: the limits' refusals get headers too
 
     from .routers import across, ask, audio, digests, events, export, health, meetings, speakers, web
 

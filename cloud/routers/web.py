@@ -7,12 +7,17 @@ and ReDoc load their scripts from the `fastapi-offline` package's copies instead
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 from importlib import resources
 from pathlib import Path
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
+
+from ..headers import docs_policy
 
 router = APIRouter(include_in_schema=False)
 
@@ -55,16 +60,29 @@ def docs_asset(name: str) -> FileResponse:
     return _asset(_docs_assets(), name)
 
 
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+
+
+def _with_policy(page: HTMLResponse) -> HTMLResponse:
+    """The page with a Content-Security-Policy that runs its own inline start-up script (by its hash) and
+    no other inline script."""
+    body = bytes(page.body).decode()
+    hashes = [base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+              for script in _INLINE_SCRIPT.findall(body)]
+    page.headers["Content-Security-Policy"] = docs_policy(hashes)
+    return page
+
+
 @router.get("/docs")
 def swagger_ui(request: Request) -> HTMLResponse:
-    return get_swagger_ui_html(openapi_url=request.app.openapi_url or "/openapi.json",
+    return _with_policy(get_swagger_ui_html(openapi_url=request.app.openapi_url or "/openapi.json",
                                title="meetmem API", swagger_js_url="/docs-assets/swagger-ui-bundle.js",
                                swagger_css_url="/docs-assets/swagger-ui.css",
-                               swagger_favicon_url="/docs-assets/favicon.png")
+                               swagger_favicon_url="/docs-assets/favicon.png"))
 
 
 @router.get("/redoc")
 def redoc(request: Request) -> HTMLResponse:
-    return get_redoc_html(openapi_url=request.app.openapi_url or "/openapi.json", title="meetmem API",
-                          redoc_js_url="/docs-assets/redoc.standalone.js",
-                          redoc_favicon_url="/docs-assets/favicon.png", with_google_fonts=False)
+    return _with_policy(get_redoc_html(openapi_url=request.app.openapi_url or "/openapi.json", title="meetmem API",
+                                       redoc_js_url="/docs-assets/redoc.standalone.js",
+                                       redoc_favicon_url="/docs-assets/favicon.png", with_google_fonts=False))
