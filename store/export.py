@@ -8,6 +8,7 @@ the same ones every answer cites, so a line of the minutes can be played back fr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,12 +103,32 @@ def _cue_time(seconds: float, *, sep: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    # A blank line ends a cue in both formats, and "-->" starts a timing line in WebVTT.
-    return " ".join(text.split()).replace("-->", "->")
+    """The text on one line: every run of whitespace (line breaks of any kind included) one space."""
+    return " ".join(text.split())
+
+
+# "-->" in any form: a run of dashes (and spaces, which lenient SRT readers allow inside the arrow) ending in
+# ">". Each run is taken whole, so no arrow is left for a second pass ("--->" with its first "-->" replaced
+# was "-->" again); one without ">" stays as it is.
+_DASHES = re.compile(r"-[- ]*>?")
+
+
+def _no_arrows(text: str) -> str:
+    return _DASHES.sub(lambda m: "->" if m.group().endswith(">") else m.group(), text)
+
+
+def cue_text(text: str) -> str:
+    """Text that reads as words inside one subtitle cue and never as a cue's structure.
+
+    A blank line ends a cue and a line holding "-->" starts the next in both SRT and WebVTT, and in SRT a
+    line of digits before a timing line is a cue number: the text goes on one line (so no line follows it)
+    with no arrow in it. Speaker names take the same path as the words.
+    """
+    return _no_arrows(_one_line(text))
 
 
 def _vtt_escape(text: str) -> str:
-    # WebVTT cue text must escape "&" and "<"; ">" may stand as it is (and "-->" never reaches here).
+    # WebVTT cue text must escape "&" and "<" (WebVTT §4.2.2, cue text); ">" may stand as it is.
     return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
@@ -119,23 +140,44 @@ def subtitles(segments: Sequence[Segment], *, vtt: bool, speaker_names: Mapping[
     blocks: list[str] = ["WEBVTT\n"] if vtt else []
     for number, seg in enumerate(ordered, start=1):
         end = max(seg.end, seg.start + _MIN_CUE) if seg.end - seg.start < 0.001 else seg.end
-        text = _one_line(seg.text)
+        text = cue_text(seg.text)
         sep = "." if vtt else ","
         timing = f"{_cue_time(seg.start, sep=sep)} --> {_cue_time(end, sep=sep)}"
-        who = names.get(seg.speaker, seg.speaker) if seg.speaker else None
+        who = cue_text(names.get(seg.speaker, seg.speaker)) if seg.speaker else ""
         if vtt:
-            speaker = _one_line(who or "").replace(">", "")
+            # The voice's name ends at ">": one inside the name would end it early.
+            speaker = who.replace(">", "")
             body = f"<v {_vtt_escape(speaker)}>{_vtt_escape(text)}" if speaker else _vtt_escape(text)
         else:
-            body = f"{_one_line(who)}: {text}" if who else text
+            body = f"{who}: {text}" if who else text
         blocks.append(f"{number}\n{timing}\n{body}\n")
     return "\n".join(blocks)
 
 
 # -- Markdown minutes ---------------------------------------------------------------------------------------
-def _md(text: str) -> str:
-    """Text safe inside a Markdown list item or table cell (one line, no table or emphasis breaks)."""
-    return _one_line(text).replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+# Characters Markdown reads as structure inside a line, escaped with a backslash (CommonMark §2.4): "[" and "]"
+# open links, images and references; "`" code; "*", "_", "~" emphasis and strike-through; "|" a table cell;
+# "\\" first, so text cannot undo an escape. "<" starts raw HTML and autolinks, and a backslash does not
+# stop that in every renderer (Python-Markdown's does not): it becomes "&lt;", as does the "&" of anything
+# that reads as a character reference, so "&lt;" said in a meeting stays those four characters.
+_MD_ESCAPE = re.compile(r"[\\`*_~|\[\]]")
+_MD_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+
+
+def md_text(text: str) -> str:
+    """Text for one line of Markdown (a list item or a table cell) that reads as the words alone: no HTML,
+    no link or image, no emphasis, code or table cell of its own, whatever the text holds."""
+    text = _MD_ESCAPE.sub(lambda m: "\\" + m.group(0), _one_line(text))
+    return _MD_ENTITY.sub("&amp;", text).replace("<", "&lt;")
+
+
+def _md_code(text: str) -> str:
+    """Text as a Markdown code span, fenced with more backticks than any run inside it (CommonMark §6.1)."""
+    text = _one_line(text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest else ""  # one space each side is dropped, so a backtick may start or end the text
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _at(source: dict[str, Any]) -> str:
@@ -158,21 +200,21 @@ def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest:
                      speaker_names: Mapping[str, str] | None = None) -> str:
     """Minutes: title, date, participants, the summary, decisions, todos, open questions and facts, each
     line with the time it was said (superseded items struck through and kept, in time order)."""
-    out = [f"# {_one_line(header.title)}", ""]
+    out = [f"# {md_text(header.title)}", ""]
     if header.title != header.meeting_id:
-        out.append(f"- **Meeting:** `{header.meeting_id}`")
-    out.append(f"- **Date:** {header.started_at or 'not recorded'}")
+        out.append(f"- **Meeting:** {_md_code(header.meeting_id)}")
+    out.append(f"- **Date:** {md_text(header.started_at) if header.started_at else 'not recorded'}")
     out.append(f"- **Duration:** {format_time(header.duration)}")
     names = speaker_names or {}
     people = [f"{names[p]} ({p})" if p in names and names[p] != p else p for p in header.participants]
-    out.append(f"- **Participants:** {', '.join(_md(p) for p in people) or 'not recorded'}")
+    out.append(f"- **Participants:** {', '.join(md_text(p) for p in people) or 'not recorded'}")
     out.append(f"- **Status:** {'closed' if header.closed else 'in progress'}")
     out.append("")
     if digest is None:
         out += ["_No summary or ledger could be made for this meeting._", ""]
         return "\n".join(out)
     out += ["## Summary", ""]
-    out += [f"- {_at(line.source.public())} {_md(line.text)}" for line in digest.l2] or ["_Nothing yet._"]
+    out += [f"- {_at(line.source.public())} {md_text(line.text)}" for line in digest.l2] or ["_Nothing yet._"]
     out.append("")
     ledger = named_ledger(digest, owner_names)
 
@@ -182,7 +224,7 @@ def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest:
         return f"- {_at(item['source'])} {text}"
 
     out += ["## Decisions", ""]
-    out += [item_line(i, _md(i["text"])) for i in ledger["decisions"]] or ["_None recorded._"]
+    out += [item_line(i, md_text(i["text"])) for i in ledger["decisions"]] or ["_None recorded._"]
     out += ["", "## To do", ""]
     if ledger["todos"]:
         out += ["| Time | Owner | Task | Due | Status |", "| --- | --- | --- | --- | --- |"]
@@ -190,20 +232,20 @@ def minutes_markdown(header: MeetingHeader, segments: Sequence[Segment], digest:
             due = item.get("due") or ""
             if item.get("due_date"):
                 due = f"{due} ({item['due_date']})" if due else item["due_date"]
-            task = _md(item.get("task") or item["text"])
+            task = md_text(item.get("task") or item["text"])
             state = "superseded" if item["status"] == "superseded" else "open"
             if state == "superseded":
                 task = f"~~{task}~~"
             owner = item.get("owner") or "—"
             if item.get("owner_name"):
                 owner = f"{item['owner_name']} ({owner})"
-            out.append(f"| {_at(item['source'])} | {_md(owner)} | {task} | "
-                       f"{_md(due) or '—'} | {state} |")
+            out.append(f"| {_at(item['source'])} | {md_text(owner)} | {task} | "
+                       f"{md_text(due) or '—'} | {state} |")
     else:
         out.append("_None recorded._")
     for key, title in (("open_questions", "Open questions"), ("facts", "Facts")):
         out += ["", f"## {title}", ""]
-        out += [item_line(i, _md(i["text"])) for i in ledger[key]] or ["_None recorded._"]
+        out += [item_line(i, md_text(i["text"])) for i in ledger[key]] or ["_None recorded._"]
     out.append("")
     return "\n".join(out)
 
