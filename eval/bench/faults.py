@@ -17,6 +17,8 @@ how many batches were stored in part, and whether every meeting's hash chain (wi
 
 - `edge_killed_mid_meeting`: `meetmem edge run` on the packaged demo meeting's speech (tiny.en) SIGKILLed at
   random points and restarted on its outbox, then run to the end; compared with a run never killed.
+- The audio steps (audio_faults.py, issue 30), each reporting the serve process's peak RSS and CPU seconds:
+  `racing_chunk_uploads`, `ten_day_gap` (four clients at once) and `trickle_flood`.
 
 `--backend postgres` runs the faults of a PostgreSQL deployment instead (pg_faults.py): an API process
 SIGKILLed mid-ingest, PostgreSQL restarted under load, a worker SIGKILLed mid-job.
@@ -38,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .audio_faults import racing_chunk_uploads, ten_day_gap, trickle_flood
 from .edge_faults import cloud_down_mid_meeting, corrupted_outbox, edge_killed_mid_meeting
 from .fault_checks import create_token, note, segment, tally, wait_up
 from .serve_process import Server, free_port
@@ -209,7 +212,13 @@ def _cli() -> list[str]:
 
 STEP_NAMES = {"server killed mid-batch": "server_killed_mid_batch", "cloud down mid-meeting": "cloud_down_mid_meeting",
               "CLI killed mid-ingest": "cli_killed_mid_ingest", "disk full": "disk_full",
-              "corrupted outbox": "corrupted_outbox", "edge killed mid-meeting": "edge_killed_mid_meeting"}
+              "corrupted outbox": "corrupted_outbox", "edge killed mid-meeting": "edge_killed_mid_meeting",
+              "racing chunk uploads": "racing_chunk_uploads", "ten-day gap": "ten_day_gap",
+              "trickle flood": "trickle_flood"}
+#: The audio steps' names, whose serve process's memory the report sums up.
+AUDIO_STEPS = ("racing_chunk_uploads", "ten_day_gap", "trickle_flood")
+#: The serve process stays under this through the audio steps (issue 30).
+AUDIO_RSS_LIMIT_MB = 600.0
 
 
 def run_postgres(args: argparse.Namespace, ctx: Any) -> int:
@@ -262,6 +271,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         ("edge killed mid-meeting", lambda d: edge_killed_mid_meeting(
             d, kills=args.edge_kills if args.edge_kills is not None else (3 if short else 20),
             seconds=60.0 if short else None, rng=rng, cli=_cli(), quiet=quiet)),
+        ("racing chunk uploads", lambda d: racing_chunk_uploads(d, pairs=6 if short else 30, quiet=quiet)),
+        ("ten-day gap", lambda d: ten_day_gap(d, stretch_s=600.0 if short else 3600.0, clients=4, quiet=quiet)),
+        ("trickle flood", lambda d: trickle_flood(d, connections=30, seconds=25.0 if short else 75.0, quiet=quiet)),
     ]
     if args.step:
         plan = [(name, step) for name, step in plan if STEP_NAMES[name] in args.step]
@@ -279,13 +291,22 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     totals["discarded_from_outbox"] = sum(int(s.get("discarded", 0)) for s in steps)
     totals["speech_missing"] = sum(int(s.get("speech_missing", 0)) for s in steps)
     totals["left_in_outbox"] = sum(int(s.get("still_in_outbox", 0)) for s in steps)
+    audio = [s for s in steps if s["step"] in AUDIO_STEPS]
+    totals["audio_peak_rss_mb"] = max((float(s.get("peak_rss_mb") or 0) for s in audio), default=0.0)
+    totals["raced_pairs_not_200_409"] = sum(int(s["pairs"]) - int(s["pairs_200_409"]) for s in audio
+                                            if s["step"] == "racing_chunk_uploads")
+    totals["orphan_audio_files"] = sum(int(s["orphan_files"]) + int(s["files_after_delete"]) for s in audio
+                                       if s["step"] == "racing_chunk_uploads")
+    totals["trickle_normal_refused"] = sum(int(s["normal_refused"]) for s in audio if s["step"] == "trickle_flood")
     report = {"benchmark": "faults", "short": short, "seed": args.seed, "steps": steps, "totals": totals,
               "wall_s": round(time.perf_counter() - started, 1),
               "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]}
     sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
     bad = (totals["acknowledged_lost"] or totals["duplicated"] or totals["partial_batches"]
            or totals["chains_broken"] or totals["half_written_ingests"] or totals["server_error_500"]
-           or totals["discarded_from_outbox"] or totals["speech_missing"] or totals["left_in_outbox"])
+           or totals["discarded_from_outbox"] or totals["speech_missing"] or totals["left_in_outbox"]
+           or totals["raced_pairs_not_200_409"] or totals["orphan_audio_files"]
+           or totals["audio_peak_rss_mb"] > AUDIO_RSS_LIMIT_MB or totals["trickle_normal_refused"])
     return 1 if bad else 0
 
 
@@ -294,9 +315,12 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
         "faults", parents=[common], help="the fault campaign: kills, outages, a full disk; counts what survived",
         description="Break the service on purpose with real processes on a loopback port (the server SIGKILLed "
         "mid-batch, the cloud down mid-meeting, `meetmem ingest` SIGKILLed, a size-capped database filling up, "
-        "a damaged edge outbox, `meetmem edge run` SIGKILLed mid-meeting on real speech and restarted) "
-        "and report per step what was acknowledged, stored, lost, duplicated, and whether every chain verifies. "
-        "Prints one JSON object; exits 1 when anything acknowledged was lost or doubled.",
+        "a damaged edge outbox, `meetmem edge run` SIGKILLed mid-meeting on real speech and restarted; then audio: "
+        "racing chunk uploads, a ten-day gap asked for by four clients at once, a flood of trickled bodies) "
+        "and report per step what was acknowledged, stored, lost, duplicated, and whether every chain verifies, "
+        "and for the audio steps the server's peak RSS and CPU seconds. Prints one JSON object; exits 1 when "
+        "anything acknowledged was lost or doubled, a raced chunk was not 200 + 409 or left a file, the server "
+        "passed 600 MB in the audio steps, or the normal client was refused during the trickle flood.",
     )
     p.add_argument("--short", action="store_true", help="the short campaign CI runs (2 kills, small meetings)")
     p.add_argument("--kills", type=int, default=None, help="kills per killing step (default 20; 2 with --short)")
