@@ -71,7 +71,11 @@ def parse_expiry(text: str, *, now: datetime | None = None) -> datetime:
     now = now or datetime.now(UTC)
     match = _DURATION_RE.match(text or "")
     if match:
-        when = now + timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        try:
+            when = now + timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        except OverflowError:  # timedelta and datetime stop at the year 9999
+            raise TokenError(f"--expires {text!r} is too far ahead (the calendar ends at the year 9999): leave "
+                             "--expires out for a token that lasts until it is revoked") from None
     else:
         try:
             when = datetime.fromisoformat(text.strip())
@@ -82,7 +86,34 @@ def parse_expiry(text: str, *, now: datetime | None = None) -> datetime:
             raise TokenError(f"--expires {text!r}: add the offset (for example +00:00), so the time is not a guess")
     if when <= now:
         raise TokenError(f"--expires {text!r} is already past")
-    return when.astimezone(UTC)
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 is past the calendar's end in UTC
+        raise TokenError(f"--expires {text!r} is past the year 9999") from None
+
+
+#: `Authorization: <scheme> <token68>` (RFC 9110 11.4, RFC 6750 2.1): one or more spaces or tabs between them.
+_AUTHORIZATION_RE = re.compile(r"^[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]+([A-Za-z0-9._~+/-]+=*)[ \t]*$")
+
+
+def parse_bearer(header: str | bytes | None) -> str | None:
+    """The token of an `Authorization: Bearer TOKEN` header, or None when there is none.
+
+    Parsed once, here, for the routes and the rate limit alike: the scheme is case-insensitive (RFC 9110
+    11.1), and the whitespace around and between its parts does not matter, so `bearer`, `BEARER` or two
+    spaces name the same token (and the same rate-limit bucket, issue 30 item 10).
+    """
+    if header is None:
+        return None
+    if isinstance(header, bytes):
+        try:
+            header = header.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+    match = _AUTHORIZATION_RE.match(header)
+    if match is None or match.group(1).lower() != "bearer":
+        return None
+    return match.group(2)
 
 
 def check_tenant_name(tenant: str) -> str:
@@ -147,16 +178,19 @@ class TokenStore:
 
     def tenant_for(self, token: str) -> str | None:
         """The tenant a token belongs to, or None when it is unknown, malformed, revoked or expired."""
+        info = self.lookup(token)
+        return info.tenant if info is not None else None
+
+    def lookup(self, token: str) -> TokenInfo | None:
+        """The stored record of a working token, or None when it is unknown, malformed, revoked or expired."""
         if not _TOKEN_RE.match(token):
             return None
-        rows = self._read("SELECT tenant, revoked_at, expires_at FROM api_tokens WHERE token_hash = ?",
-                          (_digest(token),))
-        if not rows or rows[0][1] is not None:
+        rows = self._read("SELECT token_id, tenant, created_at, revoked_at, label, expires_at FROM api_tokens "
+                          "WHERE token_hash = ?", (_digest(token),))
+        if not rows:
             return None
-        expires_at = rows[0][2]
-        if expires_at is not None and datetime.fromisoformat(expires_at) <= datetime.now(UTC):
-            return None
-        return rows[0][0]
+        info = TokenInfo(*rows[0])
+        return info if info.revoked_at is None and not info.expired else None
 
     def revoke(self, token_or_id: str) -> TokenInfo:
         """Revoke a token, named by the token itself or by its id; the next request with it gets 401."""

@@ -114,9 +114,23 @@ class Settings(BaseSettings):
         default=10.0, gt=0, description="seconds the server waits for each next piece of a request body before "
         "answering 408 (a client that promises a body and trickles it holds a connection otherwise)",
     )
+    body_deadline: float = Field(
+        default=120.0, ge=0, description="seconds a whole request body may take to arrive before the server "
+        "answers 408 and closes the connection (0: no deadline)",
+    )
+    body_min_rate: float = Field(
+        default=1024.0, ge=0, description="bytes a second a request body must average once it has had "
+        "`body_timeout` seconds, else 408 and the connection closed (0: any rate): a body sent a byte at a time "
+        "holds a connection otherwise",
+    )
     per_client_requests: int = Field(
-        default=100, ge=1, description="requests one client address may have in progress at once (open event "
-        "streams count); more get 429",
+        default=100, ge=1, description="connections (of `meetmem serve`, from their first byte) and requests one "
+        "client address may have in progress at once (open event streams count); more get 429",
+    )
+    forwarded_allow_ips: str | None = Field(
+        default=None, description="addresses or networks of reverse proxies whose X-Forwarded-For and "
+        "X-Forwarded-Proto `meetmem serve` believes (comma-separated, or * for any); none by default: the "
+        "client's address is the connection's, whatever the headers say",
     )
     rate_limit: float = Field(
         default=50.0, ge=0, description="requests per second one token may make on average (0: no limit); more "

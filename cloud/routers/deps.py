@@ -7,6 +7,8 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from ..auth import TokenInfo, parse_bearer
+from ..limits import TOKEN_STATE
 from ..schemas import ErrorOut
 from ..service import MeetingService
 
@@ -17,28 +19,41 @@ def get_service(request: Request) -> MeetingService:
     return request.app.state.service
 
 
+def token_record(request: Request) -> tuple[str | None, TokenInfo | None]:
+    """The request's bearer token (None: no `Authorization: Bearer` header) and its stored record (None:
+    unknown, revoked or expired). The client limits looked it up already (cloud/limits.py): one lookup a request."""
+    token = parse_bearer(request.headers.get("authorization"))
+    if token is None:
+        return None, None
+    known = request.scope.get("state", {}).get(TOKEN_STATE)
+    if known is not None and known[0] == token:
+        return token, known[1]
+    return token, request.app.state.tokens.lookup(token)
+
+
 def get_tenant(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    # Declared for the OpenAPI security scheme; the header is parsed by `auth.parse_bearer`, as the limits parse it.
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     """The tenant of the request's bearer token; 401 when it is missing, unknown, revoked or expired."""
-    if credentials is None or credentials.scheme.lower() != "bearer":
+    token, info = token_record(request)
+    if token is None:
         raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer TOKEN'",
                             headers={"WWW-Authenticate": "Bearer"})
-    tenant = request.app.state.tokens.tenant_for(credentials.credentials)
-    if tenant is None:
+    if info is None:
         raise HTTPException(401, "invalid, revoked or expired token",
                             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-    return tenant
+    return info.tenant
 
 
 Service = Annotated[MeetingService, Depends(get_service)]
 Tenant = Annotated[str, Depends(get_tenant)]
 
 
-def get_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> str:
+def get_token(request: Request) -> str:
     """The request's bearer token itself (after `Tenant` has checked it): a stream checks it again later."""
-    return credentials.credentials if credentials is not None else ""
+    return parse_bearer(request.headers.get("authorization")) or ""
 
 
 Token = Annotated[str, Depends(get_token)]

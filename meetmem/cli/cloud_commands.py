@@ -20,15 +20,20 @@ def cmd_serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise MissingDependency(exc.name or "fastapi") from exc
     settings = ctx.settings.model_copy(update={k: v for k, v in {"host": args.host, "port": args.port}.items()
                                                 if v is not None})
-    from meetmem.cloud.limits import header_timeout_protocol
+    from meetmem.cloud.limits import header_timeout_protocol, trusted_networks
 
     app = create_app(settings)
-    protocol = header_timeout_protocol(settings.header_timeout)
+    proxies = settings.forwarded_allow_ips
+    protocol = header_timeout_protocol(settings.header_timeout, per_client=settings.per_client_requests,
+                                       trusted=trusted_networks(proxies) if proxies else ())
     # limit_concurrency: past it uvicorn answers 503 rather than take connections until the process runs out
-    # of file handles; timeout_keep_alive: an idle kept-alive connection is closed after 5 s.
+    # of file handles; timeout_keep_alive: an idle kept-alive connection is closed after 5 s. Forwarded
+    # headers only from the configured proxies: uvicorn's default believes any loopback peer, so a proxy on
+    # the same host would pass a client's made-up X-Forwarded-For through to the per-address limits.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="info" if args.verbose else "warning",
                 access_log=args.verbose, timeout_graceful_shutdown=5, limit_concurrency=settings.max_connections,
-                timeout_keep_alive=5, http=protocol or "auto")
+                timeout_keep_alive=5, http=protocol or "auto", proxy_headers=bool(proxies),
+                forwarded_allow_ips=proxies or None)
     return 0
 
 
