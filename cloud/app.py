@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -143,14 +144,15 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     )
     from meetmem.store.pg import is_postgres_url
 
-    _add_error_handlers(app, postgres=is_postgres_url(settings.database_url))
+    _add_error_handlers(app, postgres=is_postgres_url(settings.database_url), hide=_private_places(settings))
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     from .limits import ClientLimits, LimitOptions
 
     # Added last, so it runs first: a client over its share is refused before anything reads its body.
     app.add_middleware(ClientLimits, options=LimitOptions(
-        body_timeout=settings.body_timeout, per_client=settings.per_client_requests, rate=settings.rate_limit,
-        burst=settings.rate_burst))
+        body_timeout=settings.body_timeout, body_deadline=settings.body_deadline,
+        body_min_rate=settings.body_min_rate, per_client=settings.per_client_requests, rate=settings.rate_limit,
+        burst=settings.rate_burst), lookup=lambda token: app.state.tokens.lookup(token))
     app.add_middleware(SecurityHeaders)  # outermost and reading nothing: the limits' refusals get headers too
 
     from .routers import across, ask, audio, digests, events, export, health, meetings, speakers, web
@@ -220,8 +222,57 @@ def _database_down(reason: str) -> JSONResponse:
                   {"Retry-After": str(DATABASE_RETRY_AFTER_S)})
 
 
-def _add_error_handlers(app: FastAPI, *, postgres: bool = False) -> None:
-    """Store errors become 4xx (or 503 for a busy or loading service) with the store's own message."""
+#: Where a database is, as drivers write it into their messages: any URL (a DSN, its password hidden or not,
+#: dropped: "the database <url> refused" reads "the database refused"), psycopg's `connection to server at
+#: "host" (ip), port N` and `server on socket "path"`, an IPv4 or bracketed IPv6 address with or without a port.
+_URLS = re.compile(r" ?\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_SERVERS = re.compile(
+    r'(?:connection to )?server (?:at "[^"]*"(?: \([^)]*\))?, port \d+|on socket "[^"]*")'
+    r"|\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b"
+    r"|\[[0-9A-Fa-f:.]+\](?::\d+)?",
+    re.IGNORECASE,
+)
+
+
+def _private_places(settings: Settings) -> tuple[str, ...]:
+    """What this service's errors must not show its clients: the database's host (with its port), and the
+    folders holding the database file, its audio and its key (a file keeps its own name)."""
+    from urllib.parse import urlsplit
+
+    hidden: list[str] = []
+    if settings.database_url:
+        try:
+            where = urlsplit(settings.database_url)
+            host, port = where.hostname, where.port
+        except ValueError:
+            host, port = None, None
+        if host:
+            hidden += [f"{host}:{port}" if port else host, f'"{host}"']
+    for path in (settings.db, settings.receipt_key_path()):
+        for folder in {str(path.parent), str(path.parent.resolve())}:
+            if folder not in ("", ".", "/"):
+                hidden.append(folder.rstrip("/") + "/")
+    return tuple(sorted(set(hidden), key=len, reverse=True))
+
+
+def public_detail(text: str, hide: tuple[str, ...] = ()) -> str:
+    """`text` without a database address, a connection string or the service's folders, for an error
+    answered to a client (issue 30: a 503 named the database's host and port). The server's log keeps the
+    whole message."""
+    text = _SERVERS.sub("the database server", _URLS.sub("", text))
+    for place in hide:
+        text = text.replace(place, "" if place.endswith("/") else "the database server")
+    return text
+
+
+def _add_error_handlers(app: FastAPI, *, postgres: bool = False, hide: tuple[str, ...] = ()) -> None:
+    """Store errors become 4xx (or 503 for a busy or loading service) with the store's own message, never
+    with where the database or the service's files are (`public_detail`)."""
+
+    def reply(status: int, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+        # A 5xx carries what went wrong inside the service: said without where (4xx details are the client's).
+        return _error(status, public_detail(detail, hide) if status >= 500 else detail, headers, **extra)
+
     statuses: list[tuple[type[StoreError], int]] = [
         (MeetingNotFound, 404),
         (SegmentNotFound, 404),
@@ -238,17 +289,17 @@ def _add_error_handlers(app: FastAPI, *, postgres: bool = False) -> None:
 
         for cls, status in statuses:
             if isinstance(exc, cls):
-                return _error(status, str(exc))
+                return reply(status, str(exc))
         if isinstance(exc, NotReady | MissingDependency | ModelUnavailable | VoiceUnavailable):
-            return _error(503, str(exc), {"Retry-After": "2"})
+            return reply(503, str(exc), {"Retry-After": "2"})
         if isinstance(exc, SearchError | TokenError):
-            return _error(422, str(exc))
+            return reply(422, str(exc))
         if isinstance(exc, DatabaseUnavailable):
             log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
-            return _database_down(exc.reason)
+            return _database_down(public_detail(exc.reason, hide))
         # Anything else the store raises is the database being unable to take the work now (locked, full).
         log.warning("store error on %s %s: %s", request.method, request.url.path, exc)
-        return _error(503, f"the database could not take the request: {exc}", {"Retry-After": "1"})
+        return reply(503, f"the database could not take the request: {exc}", {"Retry-After": "1"})
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -260,7 +311,7 @@ def _add_error_handlers(app: FastAPI, *, postgres: bool = False) -> None:
             if len(problems) == 1:
                 first = f"{where}: {err.get('msg', 'invalid')}"
         detail = first if len(problems) == 1 else f"{first} (and {len(problems) - 1} more problems)"
-        return _error(422, detail, errors=problems)
+        return reply(422, detail, errors=problems)
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -268,7 +319,7 @@ def _add_error_handlers(app: FastAPI, *, postgres: bool = False) -> None:
         headers = dict(exc.headers or {})
         if exc.status_code == 400 and detail == "There was an error parsing the body":
             if isinstance(exc.__cause__, RecursionError):
-                return _error(422, "the JSON body is nested too deeply: a batch is an object holding a list of "
+                return reply(422, "the JSON body is nested too deeply: a batch is an object holding a list of "
                               "flat segment objects")
             detail = "the request body could not be read: send UTF-8 encoded JSON"
         elif exc.status_code == 405:
@@ -279,11 +330,11 @@ def _add_error_handlers(app: FastAPI, *, postgres: bool = False) -> None:
                                     for route in request.app.router.routes))
             headers["Allow"] = ", ".join(allowed)
             detail = f"{request.method} is not allowed here; use {' or '.join(allowed)}"
-        return _error(exc.status_code, str(detail), headers or None)
+        return reply(exc.status_code, str(detail), headers or None)
 
     async def summarizer_error(request: Request, exc: Exception) -> JSONResponse:
         log.warning("summarizer error on %s %s: %s", request.method, request.url.path, exc)
-        return _error(503, f"summaries could not be made: {exc}", {"Retry-After": "5"})
+        return reply(503, f"summaries could not be made: {exc}", {"Retry-After": "5"})
 
     async def connection_error(request: Request, exc: Exception) -> JSONResponse:
         # The database's own driver errors reach here only from code that talks to it beside the log (the
@@ -291,7 +342,7 @@ def _add_error_handlers(app: FastAPI, *, postgres: bool = False) -> None:
         from meetmem.store.pg.connections import unavailable_reason
 
         log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
-        return _database_down(unavailable_reason(exc.__cause__ or exc))
+        return _database_down(public_detail(unavailable_reason(exc.__cause__ or exc), hide))
 
     from meetmem.summarizers.errors import SummarizerError
 
