@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated
@@ -102,16 +103,11 @@ async def events(
 ) -> EventSourceResponse:
     """Every segment appended after the resume point (from the meeting's first without one)."""
     await run_in_threadpool(service.require_meeting, tenant, meeting_id)
-    resume = after if after is not None else -1
-    if last_event_id is not None and last_event_id.strip():
-        try:
-            resume = int(last_event_id.strip())
-        except ValueError:
-            raise InvalidSegment(
-                f"Last-Event-ID must be the id of an event of this stream (an integer), got {last_event_id[:40]!r}"
-            ) from None
-        if not -1 <= resume <= MAX_EVENT_ID:
-            raise InvalidSegment(f"Last-Event-ID must be between -1 and {MAX_EVENT_ID}, got {last_event_id[:40]!r}")
+    resume = -1
+    if after is not None:  # checked again as written: the query's int parsing would take `1_000` or `+5`
+        resume = _event_id(request.query_params.get("after", ""), "after")
+    if last_event_id is not None and last_event_id.strip(" \t"):
+        resume = _event_id(last_event_id, "Last-Event-ID")
     settings = request.app.state.settings
     tokens = request.app.state.tokens
 
@@ -121,6 +117,26 @@ async def events(
     return EventSourceResponse(_stream(service, tenant, meeting_id, resume, settings.sse_keepalive, authorised,
                                        settings.token_recheck),
                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+_EVENT_ID_RE = re.compile(r"^[ \t]*(-?[0-9]{1,19})[ \t]*$")
+
+
+def _event_id(text: str, name: str) -> int:
+    """A resume point as the stream wrote it: ASCII digits (or -1), nothing else. Python's `int` would also
+    read `1_000`, `+5` or other scripts' digits as numbers no event of this stream ever had.
+
+    Raises:
+        InvalidSegment: not an event id (422, as any malformed input of the API).
+    """
+    match = _EVENT_ID_RE.match(text)
+    if match is None:
+        raise InvalidSegment(f"{name} must be the id of an event of this stream (digits 0-9, or -1 for the "
+                             f"start), got {text[:40]!r}")
+    value = int(match.group(1))
+    if not -1 <= value <= MAX_EVENT_ID:
+        raise InvalidSegment(f"{name} must be between -1 and {MAX_EVENT_ID}, got {text[:40]!r}")
+    return value
 
 
 async def _stream(service: Service, tenant: str, meeting_id: str, after: int, keepalive: float,
