@@ -285,13 +285,14 @@ class MeetingOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    status: Literal["ready", "loading", "failed"]
+    status: Literal["ready", "loading", "failed", "unavailable"] = Field(
+        description="ready (200); loading, failed (the models), or unavailable (the database cannot be reached): 503")
     detail: str | None = None
     pending_vectors: int | None = Field(
         default=None,
-        description="segments found by their words but still waiting for their vectors (on PostgreSQL, in the "
-                    "whole database: a `meetmem worker` embeds them); null without an embedding model or when "
-                    "the count cannot be read")
+        description="with a valid token: its tenant's segments found by their words but still waiting for their "
+                    "vectors (on PostgreSQL a `meetmem worker` embeds them); null without a token, without an "
+                    "embedding model or when the count cannot be read")
 
 
 class ErrorOut(BaseModel):

@@ -225,12 +225,12 @@ class MeetingService:
             self.scheduler.summarize_soon(tenant, meeting_id)
         return result, ids
 
-    def pending_vectors(self) -> int | None:
+    def pending_vectors(self, *, tenant: str | None = None) -> int | None:
         """Segments still waiting for their vectors (None without a model): on PostgreSQL, rows of the whole
-        database; on SQLite, rows this process's indexes have not embedded yet."""
+        database; on SQLite, rows this process's indexes have not embedded yet; `tenant`'s alone when given."""
         if self.search.routes is None:
             return None
-        return self.search.pending_vectors()
+        return self.search.pending_vectors(tenant=tenant)
 
     # -- reads ------------------------------------------------------------------------------------------
     def segments(self, tenant: str, meeting_id: str, *, start: float | None = None,

@@ -259,10 +259,11 @@ class TranscriptSearch:
             for i in members:
                 index.models[docs[i]] = name
 
-    def pending_vectors(self) -> int:
-        """Rows of this process's meeting indexes not embedded yet (found by their words alone until they are)."""
+    def pending_vectors(self, *, tenant: str | None = None) -> int:
+        """Rows of this process's meeting indexes not embedded yet (found by their words alone until they are);
+        of `tenant`'s meetings alone when given."""
         with self._lock:
-            indexes = list(self._meetings.values())
+            indexes = [index for key, index in self._meetings.items() if tenant is None or key[0] == tenant]
         return sum(len(index.unembedded) for index in indexes)
 
     def forget(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None:

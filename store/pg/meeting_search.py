@@ -206,13 +206,15 @@ class PgTranscriptSearch(TranscriptSearch):
         finally:
             index.catching_up.release()
 
-    def pending_vectors(self) -> int:
-        """Rows of the tenants' meetings whose search row has no vector yet (all tenants; 0 without a model)."""
+    def pending_vectors(self, *, tenant: str | None = None) -> int:
+        """Rows whose search row has no vector yet: `tenant`'s, else every tenant's (0 without a model)."""
         if self.routes is None:
             return 0
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT set_config('app.tenant', '*', true)")
-            return int(conn.execute("SELECT count(*) FROM segment_search WHERE embedding IS NULL").fetchone()[0])
+            conn.execute("SELECT set_config('app.tenant', %s, true)", (tenant or "*",))
+            sql = "SELECT count(*) FROM segment_search WHERE embedding IS NULL"
+            row = conn.execute(sql + " AND tenant = %s", (tenant,)) if tenant else conn.execute(sql)
+            return int(row.fetchone()[0])
 
     @contextmanager
     def exclusive(self, tenant: str, meeting_id: str) -> Iterator[bool]:

@@ -112,7 +112,7 @@ def test_a_second_app_on_the_database_embeds_no_segment_again(
     headers = first.headers(first.token(TENANT))
     _ingest(first, headers, device_id, segments)
     assert first.service.scheduler.indexer.wait_idle(120)
-    assert first.client.get("/healthz").json()["pending_vectors"] == 0
+    assert first.client.get("/healthz", headers=headers).json()["pending_vectors"] == 0
     answered = _answers(first, headers, questions)
     # Each segment once for the index, stored in pgvector (the digest's scorer embeds the words alone, once).
     assert len(_indexed(first_model, segments)) == len(segments)
@@ -164,7 +164,8 @@ def test_the_api_defers_indexing_and_the_digest_to_a_real_worker(
     assert _count(url, jobs, (INDEX_TASK, "todo")) == 1 and _count(url, jobs, (DIGEST_TASK, "todo")) == 1
     # No worker yet: nothing embedded here, every segment waits for its vector, and is found by its words.
     assert model.passages == []
-    assert api.client.get("/healthz").json() == {"status": "ready", "detail": None, "pending_vectors": len(segments)}
+    assert api.client.get("/healthz", headers=headers).json() == {"status": "ready", "detail": None,
+                                                                  "pending_vectors": len(segments)}
     last = segments[-1]
     r = api.client.get(f"/v1/meetings/{MEETING}/search", params={"q": last.text, "k": 3}, headers=headers)
     assert r.status_code == 200 and last.text in [hit["text"] for hit in r.json()]
@@ -181,7 +182,7 @@ def test_the_api_defers_indexing_and_the_digest_to_a_real_worker(
             worker.wait(timeout=30)
         except subprocess.TimeoutExpired:
             worker.kill()
-    assert api.client.get("/healthz").json()["pending_vectors"] == 0
+    assert api.client.get("/healthz", headers=headers).json()["pending_vectors"] == 0
     # The worker's vectors and digest serve this process, which embedded nothing: its answers are those of an
     # app that embedded everything itself (SQLite's, by the test above).
     api.service.search.adopt_interval = 0.0
@@ -209,7 +210,7 @@ def test_with_no_worker_the_api_embeds_after_its_fallback_delay_once(
     _ingest(api, headers, device_id, segments)
     assert api.service.scheduler.indexer.wait_idle(120)
     assert api.service.scheduler.fallback.wait_idle(120) and api.service.scheduler.summaries.wait_idle(120)
-    assert api.client.get("/healthz").json()["pending_vectors"] == 0
+    assert api.client.get("/healthz", headers=headers).json()["pending_vectors"] == 0
     assert sorted(_indexed(model, segments)) == sorted(f"{s.speaker}: {s.text}" for s in segments)
     assert api.service.digester.is_current(MEETING, tenant=TENANT)
     # The deferred job is still queued; a worker that comes later finds nothing left to embed.
@@ -257,5 +258,6 @@ def test_health_counts_the_segments_waiting_for_vectors_on_sqlite_too(
     headers = api.headers(api.token(TENANT))
     _ingest(api, headers, device_id, segments)
     assert api.service.scheduler.indexer.wait_idle(120)
-    assert api.client.get("/healthz").json() == {"status": "ready", "detail": None, "pending_vectors": 0}
+    assert api.client.get("/healthz", headers=headers).json() == {"status": "ready", "detail": None,
+                                                                  "pending_vectors": 0}
     assert make_api(embedders=None).client.get("/healthz").json()["pending_vectors"] is None  # no model: nothing waits
