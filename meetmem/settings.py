@@ -156,6 +156,11 @@ class Settings(BaseSettings):
         "embeds and summarises the meeting itself if no `meetmem worker` has done it yet (the jobs are deferred to "
         "the workers first); 0: the API process does it at once and defers no jobs",
     )
+    worker_meetings: int = Field(
+        default=64, ge=1, description="meetings whose search index and live segmenter a `meetmem worker` keeps in "
+        "memory between jobs, the least recently used dropped first (a dropped one is rebuilt from the log and "
+        "the stored vectors when its next job comes)",
+    )
     receipt_key: Path | None = Field(
         default=None,
         description="the file of the key that signs every acknowledgement's receipt (made on first use; default: "

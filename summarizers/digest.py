@@ -63,6 +63,8 @@ class MeetingDigester:
         store: where digests are kept (made on the log when not given).
         extract_ledger: the ledger's extractor (the rules', read incrementally: `ledger.IncrementalLedger`).
         options: section settings.
+        max_live: live meetings whose segmenter is kept between updates, the least recently used dropped
+            first (None: all); a `meetmem worker` sees every meeting in turn and bounds it.
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class MeetingDigester:
         store: DerivedStore | None = None,
         extract_ledger: LedgerExtractor | None = None,
         options: DigestOptions | None = None,
+        max_live: int | None = None,
     ) -> None:
         if extract_ledger is None:
             from .ledger import IncrementalLedger
@@ -85,7 +88,8 @@ class MeetingDigester:
         self.store = store or derived_store_for(log)
         self.extract_ledger = extract_ledger
         self.options = options or DigestOptions()
-        self._live: dict[tuple[str, str], _LiveState] = {}
+        self._live: dict[tuple[str, str], _LiveState] = {}  # least recently used first
+        self.max_live = max_live
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.timings: dict[str, float] = {}
@@ -211,7 +215,10 @@ class MeetingDigester:
             state.segmenter.finish()
             self._live.pop(key, None)  # a finished segmenter takes no more segments
         else:
-            self._live[key] = state
+            self._live.pop(key, None)
+            self._live[key] = state  # the most recently used; a dropped one starts again from the first segment
+            while self.max_live is not None and len(self._live) > self.max_live:
+                del self._live[next(iter(self._live))]
         return state.segmenter.sections, state.segmenter.open_from
 
     def _vectors(self, key: tuple[str, str], segment_ids: Sequence[str]) -> list[np.ndarray | None]:

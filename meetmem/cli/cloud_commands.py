@@ -63,8 +63,9 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
                                            llm_system_role=settings.llm_system_role,
                                            ledger=settings.ledger_for_embedder(), embedder=shared_minilm(routes))
     # The digest's topic cuts read the segments' vectors from pgvector (embedding and storing any still missing).
-    search = PgTranscriptSearch(transcript_log, routes)
-    digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
+    search = PgTranscriptSearch(transcript_log, routes, max_meetings=settings.worker_meetings)
+    digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger,
+                               max_live=settings.worker_meetings)
     work = JobWork(url, routes, digester=lambda tenant, meeting_id: digester.update(meeting_id, tenant=tenant))
     try:
         run_worker(url, work, options)

@@ -75,6 +75,9 @@ class TranscriptSearch:
         embedder: the dense model (or models by language), or None for BM25 alone.
         tokenizer: the BM25 tokenizer.
         options: fusion settings.
+        max_meetings: meeting indexes kept in memory, the least recently used dropped first (None: all; a
+            dropped one is rebuilt from the log and the stored vectors when next asked for). A `meetmem worker`
+            sees every meeting in turn and bounds it.
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class TranscriptSearch:
         *,
         tokenizer: MeetingTokenizer | None = None,
         options: SearchOptions | None = None,
+        max_meetings: int | None = None,
     ) -> None:
         self.log = log
         if embedder is None or isinstance(embedder, EmbedderRoutes):
@@ -92,7 +96,8 @@ class TranscriptSearch:
             self.routes = EmbedderRoutes(embedder)
         self.tokenizer = tokenizer or MeetingTokenizer()
         self.options = options or SearchOptions()
-        self._meetings: dict[tuple[str, str], MeetingIndex] = {}
+        self._meetings: dict[tuple[str, str], MeetingIndex] = {}  # least recently used first
+        self.max_meetings = max_meetings
         # Set by a server whose background indexer embeds new rows: searches then only add them to BM25.
         self.background_embedding = False
         self._lock = threading.Lock()
@@ -185,11 +190,13 @@ class TranscriptSearch:
         """
         key = (tenant, meeting_id)
         with self._lock:
-            index = self._meetings.get(key)
+            index = self._meetings.pop(key, None)
             if index is None:
                 self.log.require_meeting(meeting_id, tenant=tenant)
                 index = self._new_meeting_index()
-                self._meetings[key] = index
+            self._meetings[key] = index  # now the most recently used
+            while self.max_meetings is not None and len(self._meetings) > self.max_meetings:
+                del self._meetings[next(iter(self._meetings))]
         if self.log.last_chain_pos(meeting_id, tenant=tenant) > index.last_pos:
             with span("catchup_lexical"), index.appending:
                 new = list(self.log.chain(meeting_id, tenant=tenant, after_pos=index.last_pos))

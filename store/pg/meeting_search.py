@@ -57,12 +57,15 @@ class PgTranscriptSearch(TranscriptSearch):
         pool: a connection pool (`search.connect_pool`); one of its own on the log's URL when omitted.
         adopt_interval: seconds between looks for vectors another process stored, per meeting, while some of
             its rows lack one here (a question then finds them without embedding anything).
+        max_meetings: meeting indexes kept in memory (see `TranscriptSearch`).
     """
 
     def __init__(self, log: PgTranscriptLog, embedder: Embedder | EmbedderRoutes | None = None, *,
                  pool: Any = None, tokenizer: MeetingTokenizer | None = None,
-                 options: SearchOptions | None = None, adopt_interval: float = 0.5) -> None:
-        super().__init__(log, embedder, tokenizer=tokenizer, options=options)  # type: ignore[arg-type]
+                 options: SearchOptions | None = None, adopt_interval: float = 0.5,
+                 max_meetings: int | None = None) -> None:
+        super().__init__(log, embedder, tokenizer=tokenizer, options=options,  # type: ignore[arg-type]
+                         max_meetings=max_meetings)
         self._own_pool = pool is None
         self.pool = pool if pool is not None else connect_pool(log.url, max_size=4)
         # The derived rows' writer and the tenant-wide ranking (HNSW) across meetings.
