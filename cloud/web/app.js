@@ -12,11 +12,11 @@
     supersededBy: new Map(),  // segment_id -> the correction's segment_id
     stream: null,             // AbortController of the live captions
     refreshTimer: null,
-    pendingSeek: null,
-    audioUrl: null,
+    audio: null,              // the meeting's audio: where it exists (spans) and the stretch loaded
     searchAll: null,          // null: unknown yet; true/false once probed
     loadToken: 0,
     speakerNames: new Map(),  // speaker label -> its name in the meeting's speaker map
+    partials: new Map(),      // device_id -> its latest partial caption (live, never stored)
   };
 
   // -- small helpers ---------------------------------------------------------------------------------------
@@ -119,6 +119,7 @@
     sessionStorage.removeItem(TOKEN_KEY);
     state.token = null;
     stopStream();
+    if (state.audio) resetAudio();
     location.hash = "#/";
     show("signin-view");
     $("signin-error").textContent = message || "";
@@ -126,41 +127,87 @@
     $("tenant").textContent = "";
   }
 
+  // Check a token with the server before keeping it; the current sign-in stays as it is if it fails.
+  // Returns null when signed in, else why not.
   async function signIn(token) {
-    state.token = token.trim();
+    const candidate = token.trim();
+    let response;
     try {
-      await getJson("/v1/meetings");
-    } catch (err) {
-      if (err.status !== 401) $("signin-error").textContent = err.message;
-      if (err.status === 401) $("signin-error").textContent = "That token was not accepted. Check it and try again.";
-      state.token = null;
-      return false;
+      response = await fetch("/v1/meetings", { headers: { Authorization: `Bearer ${candidate}` } });
+    } catch (_) {
+      return "the server cannot be reached; check that `meetmem serve` is running";
     }
+    if (response.status === 401) return "That token was not accepted. Check it and try again.";
+    if (!response.ok) {
+      let detail = `${response.status} ${response.statusText}`;
+      try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
+      return detail;
+    }
+    state.token = candidate;
     sessionStorage.setItem(TOKEN_KEY, state.token);
     $("signin-error").textContent = "";
     $("token-input").value = "";
-    return true;
+    return null;
+  }
+
+  // A token's last characters, enough to tell two apart without showing either.
+  const tokenTail = (token) => `…${token.slice(-6)}`;
+
+  // A link carrying a token other than this tab's: the user says which to use. Nothing is sent with the
+  // link's token unless they choose it.
+  function askSwitch(offered) {
+    show("switch-view");
+    $("switch-current").textContent = tokenTail(state.token);
+    $("switch-offered").textContent = tokenTail(offered);
+    $("switch-keep").focus();
+    return new Promise((resolve) => {
+      const choose = (use) => () => {
+        $("switch-use").onclick = null;
+        $("switch-keep").onclick = null;
+        resolve(use);
+      };
+      $("switch-use").onclick = choose(true);
+      $("switch-keep").onclick = choose(false);
+    });
+  }
+
+  // `#token=...` (the link `meetmem demo --serve` prints): read once and removed from the address bar and
+  // the history at once. With no sign-in it signs in; with another token signed in, it asks first.
+  async function tokenFromLink(encoded) {
+    history.replaceState(null, "", location.pathname + location.search + "#/");
+    let offered;
+    try {
+      offered = decodeURIComponent(encoded).trim();
+    } catch (_) {
+      flash("The link's token is not readable (a broken %-escape); nothing changed.");
+      return;
+    }
+    if (!offered || offered === state.token) return;
+    if (state.token && !(await askSwitch(offered))) return;
+    const problem = await signIn(offered);
+    if (problem) {
+      if (state.token) flash(`The link's token was not used: ${problem}`);
+      else $("signin-error").textContent = problem;
+    }
   }
 
   $("signin-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    if (await signIn($("token-input").value)) route();
+    const problem = await signIn($("token-input").value);
+    $("signin-error").textContent = problem || "";
+    if (!problem) route();
   });
   $("signout").addEventListener("click", () => signOut("Signed out."));
 
   // -- views -------------------------------------------------------------------------------------------------
   function show(id) {
-    for (const view of ["signin-view", "list-view", "meeting-view"]) $(view).hidden = view !== id;
+    for (const view of ["signin-view", "switch-view", "list-view", "meeting-view"]) $(view).hidden = view !== id;
   }
 
   async function route() {
     const hash = location.hash || "#/";
-    const tokenMatch = hash.match(/^#token=(.+)$/);
-    if (tokenMatch) {
-      // A link printed by `meetmem demo --serve`: sign in with it, then forget it from the address bar.
-      history.replaceState(null, "", location.pathname + "#/");
-      await signIn(decodeURIComponent(tokenMatch[1]));
-    }
+    const tokenMatch = hash.match(/^#token=(.*)$/);
+    if (tokenMatch) await tokenFromLink(tokenMatch[1]);
     if (!state.token) {
       stopStream();
       show("signin-view");
@@ -168,13 +215,14 @@
       return;
     }
     $("signout").hidden = false;
-    flash("");
+    if (!tokenMatch) flash("");
     const meetingMatch = (location.hash || "").match(/^#\/m\/([^?]+)(?:\?(.*))?$/);
     if (meetingMatch) {
       const params = new URLSearchParams(meetingMatch[2] || "");
       await openMeeting(decodeURIComponent(meetingMatch[1]), params.get("seg"), params.get("t"));
     } else {
       stopStream();
+      if (state.audio) resetAudio();
       state.meetingId = null;
       await showList();
     }
@@ -282,6 +330,8 @@
       state.segments = new Map();
       state.supersededBy = new Map();
       state.speakerNames = new Map();
+      state.partials = new Map();
+      renderCaption();
       state.loadToken += 1;
       for (const box of ["transcript", "summary", "ledger", "answer", "search-results"]) $(box).replaceChildren();
       $("m-title").textContent = id;
@@ -298,7 +348,7 @@
       }
       if (ticket !== state.loadToken) return;
       renderHead(info);
-      await Promise.all([loadContent(id, ticket, info), loadAudio(id, ticket)]);
+      await Promise.all([loadContent(id, ticket, info), loadAudioInfo(id, ticket)]);
       if (ticket !== state.loadToken) return;
       startStream(id);
     }
@@ -493,11 +543,25 @@
   function onLiveEvent(id, kind, data) {
     if (state.meetingId !== id) return;
     if (kind === "closed") {
+      state.partials.clear();
+      renderCaption();
       $("live-badge").hidden = true;
       $("live-status").textContent = `The meeting closed (${data.reason}).`;
       scheduleRefresh(500);
       return;
     }
+    if (kind === "partial") {
+      showPartial(data);
+      return;
+    }
+    if (kind === "deleted") {
+      stopStream();
+      $("live-status").textContent = "This meeting was deleted.";
+      return;
+    }
+    // Only a segment becomes a row ("unauthorized" ends the stream; the reconnect's 401 signs out).
+    if (kind !== "message" || !data || typeof data.segment_id !== "string") return;
+    finishPartial(data);
     const isNew = !state.segments.has(data.segment_id);
     insertLive(data);
     if (isNew) {
@@ -506,6 +570,30 @@
       $("live-status").textContent = `Live: ${liveCount} new segment${liveCount === 1 ? "" : "s"} · latest at ${clock(data.start)}`;
       scheduleRefresh(3000);
     }
+  }
+
+  // Partial captions: the words of an utterance still being spoken, one line per device under the transcript.
+  // Never a row: the final segment replaces the line (as the server skips partials its segments cover).
+  function showPartial(partial) {
+    if (!partial || typeof partial.device_id !== "string") return;
+    state.partials.set(partial.device_id, partial);
+    renderCaption();
+  }
+
+  function finishPartial(seg) {
+    const partial = state.partials.get(seg.device_id);
+    if (partial && partial.start < seg.end - 0.01) {
+      state.partials.delete(seg.device_id);
+      renderCaption();
+    }
+  }
+
+  function renderCaption() {
+    const line = $("live-caption");
+    const partials = [...state.partials.values()].sort((a, b) => a.start - b.start);
+    put(line, partials.map((p, i) => [i ? el("br") : null, el("span", { class: "time" }, clock(p.start)),
+      `${p.text || ""}…`]));
+    line.hidden = partials.length === 0;
   }
 
   // A live meeting's summary and ledger follow its segments (the service summarizes in the background).
@@ -600,46 +688,160 @@
   }
 
   // -- audio and jumping ------------------------------------------------------------------------------------
-  async function loadAudio(id, ticket) {
-    const player = $("player");
-    if (state.audioUrl) URL.revokeObjectURL(state.audioUrl);
-    state.audioUrl = null;
-    player.removeAttribute("src");
-    player.hidden = false;
-    $("audio-note").textContent = "Loading audio…";
-    try {
-      // Fetched with the token (an <audio src> cannot send one) and played from memory: Opus speech is
-      // about 10 MB an hour (24 kbit/s).
-      const blob = await (await api(meetingPath(id, "/audio"))).blob();
-      if (ticket !== state.loadToken) return;
-      state.audioUrl = URL.createObjectURL(blob);
-      player.src = state.audioUrl;
-      $("audio-note").textContent = "";
-    } catch (err) {
-      player.hidden = err.status === 404;
-      $("audio-note").textContent = err.status === 404 ? "No audio is kept for this meeting."
-        : `The audio could not be loaded: ${err.message}`;
+  // A meeting's audio may span hours, or days with gaps, so the page never fetches all of it: it asks for a
+  // stretch around the time being played (`/audio?start=&end=`, `X-Audio-Start` naming position 0's meeting
+  // time) and the next one when playback reaches its end, and nothing until the user plays or jumps. The
+  // chunks' listing (small JSON) says where audio exists: stretches lie inside it, so a gap between
+  // recordings is skipped rather than fetched as silence.
+  const STRETCH_BEFORE = 3;     // seconds before a cited time, to hear the words start
+  const STRETCH_SECONDS = 300;  // the length of one fetch (the server may cap a stretch; keep it modest)
+  const JOIN_GAP = 2;           // chunks closer than this play as one span
+
+  function audioSpans(chunks) {
+    const spans = [];
+    for (const c of [...chunks].sort((a, b) => a.start - b.start)) {
+      const last = spans[spans.length - 1];
+      if (last && c.start <= last.end + JOIN_GAP) last.end = Math.max(last.end, c.end);
+      else spans.push({ start: c.start, end: c.end });
     }
+    return spans;
   }
 
-  $("player").addEventListener("loadedmetadata", () => {
-    if (state.pendingSeek !== null) {
-      const at = state.pendingSeek;
-      state.pendingSeek = null;
-      seek(at);
-    }
-  });
+  // The stretch to fetch for meeting time `at`: from a little before it (within its span) to a few minutes
+  // on; after the end of a span, the next span's start. Null past the last span.
+  function stretchFor(at, spans) {
+    const span = spans.find((s) => at < s.end - 0.05);
+    if (!span) return null;
+    const from = Math.max(span.start, at - STRETCH_BEFORE);
+    return { from, to: Math.min(span.end, from + STRETCH_SECONDS), at: Math.max(at, span.start) };
+  }
 
-  function seek(at) {
+  function resetAudio() {
+    const audio = state.audio;
+    if (audio && audio.stretch) URL.revokeObjectURL(audio.stretch.url);
+    state.audio = { spans: null, stretch: null, request: (audio ? audio.request : 0) + 1, position: 0 };
     const player = $("player");
-    if (!player.src || player.readyState < 1) {
-      state.pendingSeek = at;
+    player.pause();
+    player.removeAttribute("src");
+    delete player.dataset.offset;
+    player.dataset.audio = "unknown";
+    player.hidden = true;
+    $("play-audio").hidden = true;
+  }
+
+  async function loadAudioInfo(id, ticket) {
+    resetAudio();
+    const note = $("audio-note");
+    let chunks;
+    try {
+      chunks = await getJson(meetingPath(id, "/audio/chunks"));
+    } catch (err) {
+      if (ticket !== state.loadToken) return;
+      $("player").dataset.audio = "none";
+      note.textContent = err.status === 404 ? "No audio is kept for this meeting."
+        : `The audio could not be listed: ${err.message}`;
       return;
     }
-    player.currentTime = at;
-    const playing = player.play();
+    if (ticket !== state.loadToken) return;
+    state.audio.spans = audioSpans(chunks);
+    $("player").dataset.audio = state.audio.spans.length ? "ready" : "none";
+    if (!state.audio.spans.length) {
+      note.textContent = "No audio is kept for this meeting.";
+      return;
+    }
+    state.audio.position = state.audio.spans[0].start;
+    $("play-audio").hidden = false;
+    note.textContent = "";
+    if (state.audio.pending !== undefined) playAt(state.audio.pending);
+  }
+
+  // Fetch the stretch for meeting time `at` and play from `at`. A newer call wins over one still loading.
+  async function playAt(at) {
+    const audio = state.audio;
+    const player = $("player");
+    if (!audio) return;
+    if (!audio.spans) {  // still listing the audio: play once it is known
+      audio.pending = at;
+      return;
+    }
+    if (!audio.spans.length) return;
+    const current = audio.stretch;
+    if (current && at >= current.start && at < current.end - 0.05) {
+      player.currentTime = at - current.start;
+      startPlaying();
+      return;
+    }
+    const wanted = stretchFor(at, audio.spans);
+    if (!wanted) {
+      $("audio-note").textContent = `No audio after ${clock(at)}.`;
+      return;
+    }
+    const request = ++audio.request;
+    const id = state.meetingId;
+    $("audio-note").textContent = `Loading the audio from ${clock(wanted.from)}…`;
+    let response, blob;
+    try {
+      response = await api(meetingPath(id, `/audio?start=${wanted.from.toFixed(3)}&end=${wanted.to.toFixed(3)}`));
+      blob = await response.blob();
+    } catch (err) {
+      if (request === audio.request && state.audio === audio) {
+        $("audio-note").textContent = `The audio could not be loaded: ${err.message}`;
+      }
+      return;
+    }
+    if (request !== audio.request || state.audio !== audio) return;  // a later jump, or another meeting
+    const start = Number(response.headers.get("X-Audio-Start"));
+    const from = Number.isFinite(start) ? start : wanted.from;
+    if (current) URL.revokeObjectURL(current.url);
+    audio.stretch = { start: from, end: wanted.to, url: URL.createObjectURL(blob) };
+    player.dataset.offset = String(from);
+    player.src = audio.stretch.url;
+    player.hidden = false;
+    $("play-audio").hidden = true;
+    await new Promise((resolve) => player.addEventListener("loadedmetadata", resolve, { once: true }));
+    if (request !== audio.request || state.audio !== audio) return;
+    player.currentTime = Math.max(0, wanted.at - from);
+    startPlaying();
+  }
+
+  function startPlaying() {
+    const playing = $("player").play();
     if (playing && playing.catch) playing.catch(() => { /* autoplay refused: the position is set anyway */ });
   }
+
+  function seek(at) {
+    if (state.audio) state.audio.position = at;
+    playAt(at);
+  }
+
+  $("play-audio").addEventListener("click", () => seek(state.audio ? state.audio.position : 0));
+
+  $("player").addEventListener("timeupdate", () => {
+    const audio = state.audio;
+    if (!audio || !audio.stretch) return;
+    audio.position = audio.stretch.start + $("player").currentTime;
+    $("audio-note").textContent = `${clock(audio.position)} of the meeting`;
+  });
+
+  // The end of a stretch: on to the next one (after a gap in the recording, the next recording).
+  $("player").addEventListener("ended", async () => {
+    const audio = state.audio;
+    if (!audio || !audio.stretch) return;
+    const next = audio.stretch.end;
+    if (!stretchFor(next, audio.spans)) {
+      // A live meeting may have recorded more since the page listed its audio.
+      try {
+        const chunks = await getJson(meetingPath(state.meetingId, "/audio/chunks"));
+        if (state.audio === audio) audio.spans = audioSpans(chunks);
+      } catch (_) { /* the note below says where it stopped */ }
+      if (state.audio !== audio) return;
+      if (!stretchFor(next, audio.spans)) {
+        $("audio-note").textContent = `End of the audio (${clock(next)}).`;
+        return;
+      }
+    }
+    seek(next);
+  });
 
   function jumpTo(segmentId, at) {
     let item = rowFor(segmentId);

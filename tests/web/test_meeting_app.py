@@ -10,154 +10,26 @@ installs it with apt-get), the tests skip and say so. Screenshots go to `test-ar
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import srt
 import webvtt
-
-DEMO_MEETING = "demo-launch-review"
-DEMO_DATA = Path(str(resources.files("meetmem.demo_data").joinpath("sample_meeting.jsonl"))).parent
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run",
-                  # The page plays audio on a click; headless chromium has no one to click for it.
-                  "--autoplay-policy=no-user-gesture-required"]
-ARTIFACTS = Path(os.environ.get("MEETMEM_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts"))
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-@dataclass
-class App:
-    """A running `meetmem serve` with the demo meeting: its URL, database and a token of its tenant."""
-
-    url: str
-    db: Path
-    token: str
-
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
-
-
-@pytest.fixture(scope="session")
-def playwright() -> Iterator[Any]:
-    """Playwright, once per session (its sync API allows one instance per thread), and the chromium path."""
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("no chromium on this machine (scripts/test.sh installs Debian's with apt-get)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed (pip install 'meetmem[dev]')")
-    with sync_playwright() as started:
-        started.executable = executable
-        yield started
-
-
-@pytest.fixture(scope="session")
-def browser(playwright: Any) -> Iterator[Any]:
-    launched = playwright.chromium.launch(executable_path=playwright.executable, args=CHROMIUM_FLAGS)
-    try:
-        yield launched
-    finally:
-        launched.close()
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory, meetmem_cli: Callable[..., Any],
-        cli_command: list[str]) -> Iterator[App]:
-    """`meetmem serve` (the real MiniLM model) on a database holding the demo meeting with its audio."""
-    folder = tmp_path_factory.mktemp("web")
-    db = folder / "app.db"
-    result = meetmem_cli("ingest", DEMO_MEETING, str(DEMO_DATA / "sample_meeting.jsonl"), "--audio",
-                         str(DEMO_DATA / "sample_meeting.ogg"), db=db)
-    assert result.returncode == 0, result.stderr
-    made = meetmem_cli("token", "create", "--tenant", "local", db=db)
-    assert made.returncode == 0, made.stderr
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEETMEM_THREADS="1",
-               MEETMEM_EMBEDDER="minilm", MEETMEM_CLOSE_AFTER_SILENCE="0",
-               # Spoken questions from the page: the small English Whisper is enough for one clear sentence.
-               MEETMEM_VOICE_MODEL="tiny.en")
-    log_path = folder / "serve.log"
-    with log_path.open("ab") as output:
-        process = subprocess.Popen([*cli_command, "serve", "--db", str(db), "--port", str(port)], env=env,
-                                   stdout=output, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, log_path.read_text(errors="replace")[-3000:]
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "meetmem serve did not become ready in 120 s"
-            time.sleep(0.2)  # polling a process we do not control; the deadline bounds it
-        yield App(url, db, made.stdout.strip())
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-@pytest.fixture
-def page(browser: Any, app: App) -> Iterator[Any]:
-    """A fresh desktop-sized tab (its own session storage), with the page's errors collected."""
-    context = browser.new_context(viewport={"width": 1366, "height": 900}, accept_downloads=True)
-    tab = context.new_page()
-    tab.errors = []
-    tab.on("pageerror", lambda exc: tab.errors.append(str(exc)))
-    try:
-        yield tab
-    finally:
-        context.close()
-
-
-def sign_in(page: Any, app: App) -> None:
-    page.goto(app.url + "/")
-    page.fill("#token-input", app.token)
-    page.press("#token-input", "Enter")
-    page.wait_for_selector("#meetings tbody tr")
-
-
-def artifact(name: str) -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    return ARTIFACTS / name
+from meeting_page import (
+    CHROMIUM_FLAGS,
+    DEMO_MEETING,
+    App,
+    artifact,
+    open_demo,
+    sign_in,
+    wait_playing_near,
+)
 
 pytestmark = pytest.mark.model  # the server loads the real MiniLM model
-
-
-def _open_demo(page: Any, app: App) -> None:
-    sign_in(page, app)
-    page.click(f"#meetings a:has-text('{DEMO_MEETING}')")
-    page.wait_for_selector("#transcript li.segment")
-    page.wait_for_selector("#ledger ul.todos li")
-    # The audio is loaded (fetched with the token) and knows its length.
-    page.wait_for_function("document.getElementById('player').readyState >= 1")
 
 
 def _panel_shows(page: Any, selector: str) -> bool:
@@ -174,12 +46,12 @@ def test_sign_in_and_the_meetings_list(page: Any, app: App) -> None:
     assert page.is_visible("#signin-view")
     page.fill("#token-input", "mm_not_a_real_token")
     page.press("#token-input", "Enter")
-    page.wait_for_function("document.getElementById('signin-error').textContent.length > 0")
+    page.wait_for_function("() => document.getElementById('signin-error').textContent.length > 0")
     assert "not accepted" in page.text_content("#signin-error")
     assert page.is_visible("#signin-view")
     sign_in(page, app)
     row = page.locator("#meetings tbody tr", has_text=DEMO_MEETING)
-    page.wait_for_function("[...document.querySelectorAll('#meetings td')].every(td => td.textContent !== '…')")
+    page.wait_for_function("() => [...document.querySelectorAll('#meetings td')].every(td => td.textContent !== '…')")
     cells = [c.strip() for c in row.locator("td").all_text_contents()]
     assert cells[1] == "4 min" and cells[3] == "closed" and cells[4] == "6"
     assert set(cells[2].split(", ")) == {"Alice", "Bob", "Dana", "Chen Wei"}
@@ -202,21 +74,19 @@ def test_a_ledger_item_jumps_to_its_segment_and_plays_from_there(page: Any, app:
         ledger = client.get(f"/v1/meetings/{DEMO_MEETING}/ledger").json()
     todo = ledger["todos"][-1]  # the last: the transcript must scroll to reach it
     segment_id = todo["source"]["segment_ids"][0]
-    _open_demo(page, app)
+    open_demo(page, app)
     assert not _panel_shows(page, f"#seg-{segment_id}")
     page.click(f"#ledger button[data-item='{todo['id']}']")
     page.wait_for_selector(f"#seg-{segment_id}.current")
     assert _panel_shows(page, f"#seg-{segment_id}")
-    at = page.evaluate("document.getElementById('player').currentTime")
-    assert todo["source"]["start"] - 0.05 <= at <= todo["source"]["start"] + 1.5
+    wait_playing_near(page, todo["source"]["start"])
     # The same with the keyboard: a decision, focused and activated with Enter.
     decision = ledger["decisions"][0]
     page.focus(f"#ledger button[data-item='{decision['id']}']")
     page.keyboard.press("Enter")
     page.wait_for_selector(f"#seg-{decision['source']['segment_ids'][0]}.current")
     assert _panel_shows(page, f"#seg-{decision['source']['segment_ids'][0]}")
-    at = page.evaluate("document.getElementById('player').currentTime")
-    assert decision["source"]["start"] - 0.05 <= at <= decision["source"]["start"] + 1.5
+    wait_playing_near(page, decision["source"]["start"])
     # A summary line jumps too.
     page.locator("#summary ul.l2 button.time").first.click()
     page.wait_for_selector("#transcript li.current")
@@ -265,12 +135,12 @@ def test_live_captions_arrive_while_segments_are_posted(page: Any, app: App) -> 
     page.wait_for_selector("#ledger ul.todos li.superseded del:has-text('send the budget to finance')",
                            timeout=60_000)
     assert page.locator("#ledger ul.todos li:not(.superseded)", has_text="Priya").count() == 1
-    page.wait_for_function("document.getElementById('live-badge').hidden")
+    page.wait_for_function("() => document.getElementById('live-badge').hidden")
     assert page.errors == []
 
 
 def test_search_highlights_hits(page: Any, app: App) -> None:
-    _open_demo(page, app)
+    open_demo(page, app)
     page.fill("#search-input", "hinge drop tests")
     page.press("#search-input", "Enter")
     page.wait_for_selector("#search-results mark")
@@ -283,7 +153,7 @@ def test_search_highlights_hits(page: Any, app: App) -> None:
 
 
 def test_ask_by_typing_shows_citations_and_the_manifest(page: Any, app: App) -> None:
-    _open_demo(page, app)
+    open_demo(page, app)
     page.fill("#ask-input", "When is the revised quote due?")
     page.press("#ask-input", "Enter")
     page.wait_for_selector("#answer .answer-text")
@@ -292,8 +162,7 @@ def test_ask_by_typing_shows_citations_and_the_manifest(page: Any, app: App) -> 
     assert "March 12th" in citation.text_content()
     citation.click()
     page.wait_for_selector("#transcript li.segment.current:has-text('March 12th')")
-    at = page.evaluate("document.getElementById('player').currentTime")
-    assert 114.0 <= at <= 116.0
+    assert 114.0 <= wait_playing_near(page, 114.0, within=2.0) <= 116.0
     assert not page.is_visible("#answer details.manifest table")
     page.click("#answer details.manifest summary")
     assert page.locator("#answer details.manifest tbody tr").count() >= 1
@@ -303,7 +172,7 @@ def test_ask_by_typing_shows_citations_and_the_manifest(page: Any, app: App) -> 
 
 
 def test_every_export_downloads_and_parses(page: Any, app: App, tmp_path: Path) -> None:
-    _open_demo(page, app)
+    open_demo(page, app)
     files: dict[str, str] = {}
     for fmt in ("md", "srt", "vtt", "json"):
         with page.expect_download() as info:
@@ -347,10 +216,10 @@ def test_hold_to_speak_asks_aloud(playwright: Any, app: App, tmp_path: Path) -> 
         context = browser.new_context(viewport={"width": 1366, "height": 900})
         context.grant_permissions(["microphone"], origin=app.url)
         page = context.new_page()
-        _open_demo(page, app)
+        open_demo(page, app)
         page.locator("#hold-to-speak").focus()
         page.keyboard.down(" ")  # held with the keyboard: Space down ... Space up
-        page.wait_for_function(f"Number(document.getElementById('hold-to-speak').dataset.recordedMs) >= "
+        page.wait_for_function(f"() => Number(document.getElementById('hold-to-speak').dataset.recordedMs) >= "
                                f"{int(seconds * 1000)}", timeout=30_000)
         page.keyboard.up(" ")
         page.wait_for_selector("#answer .answer-text", timeout=120_000)
@@ -370,7 +239,7 @@ def test_screenshots_at_phone_and_desktop_widths(browser: Any, app: App, name: s
                                   has_touch=name == "phone")
     page = context.new_page()
     try:
-        _open_demo(page, app)
+        open_demo(page, app)
         # Nothing sticks out sideways on a phone: the page is as wide as the screen.
         assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
         page.click("#ledger ul.todos li:first-child button")
