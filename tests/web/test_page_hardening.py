@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
-from meeting_page import DEMO_MEETING, App, meeting_time, open_demo, sign_in, wait_playing_near
+from meeting_page import DEMO_MEETING, App, artifact, meeting_time, open_demo, sign_in, wait_playing_near
 
 from meetmem.edge.recording import OggOpusWriter
 
@@ -91,6 +91,7 @@ def test_a_link_with_another_token_asks_before_switching(page: Any, app: App,
     assert sent_with_other == []
     assert page.text_content("#switch-offered") == f"…{other[-6:]}"
     assert page.text_content("#switch-current") == f"…{app.token[-6:]}"
+    page.screenshot(path=str(artifact("switch-tokens.png")))
     page.click("#switch-keep")
     page.wait_for_selector(f"#meetings a:has-text('{DEMO_MEETING}')")
     assert page.evaluate("() => sessionStorage.getItem('meetmem.token')") == app.token and sent_with_other == []
@@ -130,6 +131,8 @@ def test_a_partial_caption_is_a_passing_line_the_segment_replaces(page: Any, app
         partial = {**partial, "heard_until": 5.5, "text": "The budget is forty thousand"}
         assert client.post(f"/v1/meetings/{meeting}/partials", json=partial).status_code == 202
         page.wait_for_selector("#live-caption:has-text('forty thousand')")
+        page.locator(".meeting-head").screenshot(path=str(artifact("partial-caption-head.png")))
+        page.locator("#transcript-section").screenshot(path=str(artifact("partial-caption.png")))
         assert page.locator("#transcript > li").count() == 1
         assert page.locator("#seg-undefined").count() == 0
         final = {"device_id": "glasses-1", "segments": [{"seq": 1, "start": 3.0, "end": 6.0, "speaker": "Ana",
@@ -208,6 +211,7 @@ def test_audio_is_fetched_by_the_stretch_around_the_time_played(page: Any, app: 
     page.wait_for_timeout(1000)
     assert _stretches(requests) == [], "audio was fetched before anything was played"
     page.wait_for_function("() => document.getElementById('player').dataset.audio === 'ready'")
+    page.locator(".meeting-head").screenshot(path=str(artifact("audio-not-yet-played.png")))
     with app.client() as client:
         ledger = client.get(f"/v1/meetings/{DEMO_MEETING}/ledger").json()
     todo = ledger["todos"][-1]
