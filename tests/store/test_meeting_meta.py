@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,8 @@ def test_an_old_database_is_upgraded_in_place(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.executescript("""
         DROP TRIGGER meetings_refuse_delete;
+        DROP TRIGGER deletions_match_the_meeting;
+        DROP TRIGGER deletions_need_the_key;
         CREATE TABLE meetings_old AS SELECT tenant, meeting_id, created_at FROM meetings;
         DROP TABLE meetings;
         ALTER TABLE meetings_old RENAME TO meetings;
@@ -96,3 +99,6 @@ def test_an_old_database_is_upgraded_in_place(tmp_path: Path) -> None:
         assert log.meta("m1").title == "named later"
     columns = {row[1] for row in sqlite3.connect(path).execute("PRAGMA table_info(meetings)")}
     assert {"title", "started_at", "participants"} <= columns
+    with closing(sqlite3.connect(path)) as conn:  # the tombstones' guards are made again on open
+        triggers = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert {"deletions_refuse_unsigned", "deletions_match_the_meeting", "deletions_need_the_key"} <= triggers
