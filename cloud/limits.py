@@ -7,7 +7,9 @@ body, an overall deadline and a minimum rate, which no rate limiter has) and one
 from many addresses. A token bucket per token and a counter per address are a few lines each, with no new
 dependency. Uvicorn's own settings cover the whole process (`limit_concurrency`, `timeout_keep_alive` for
 idle connections), and `header_timeout_protocol` adds what it lacks before a request reaches the app: a
-deadline on the headers and a cap on the connections one address holds; `meetmem serve` sets them all.
+deadline on the headers, a cap on the connections one address holds, and, when the process is at its limit,
+room for a complete request made by closing the connection slowest to send its own; `meetmem serve` sets them
+all.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import logging
 import math
 import threading
 import time
@@ -25,6 +28,12 @@ from typing import Any
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+logger = logging.getLogger(__name__)
+
+#: A connection that has waited this long on its client (for a request's headers or body, or for its next
+#: request) has had its chance: when the server is full, such connections are closed first, slowest first.
+STALLED_AFTER = 1.0
 
 #: Where `ClientLimits` leaves `(token, its stored record or None)` in the request's state, for the routes'
 #: token check to reuse (one lookup per request).
@@ -218,8 +227,8 @@ def trusted_networks(addresses: str | None) -> list[ipaddress.IPv4Network | ipad
 def header_timeout_protocol(seconds: float, *, per_client: int | None = None,
                             trusted: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network] | None = ()
                             ) -> type[asyncio.Protocol] | None:
-    """uvicorn's HTTP/1.1 protocol (httptools) with a deadline on each request's headers and a cap on the
-    connections one address may hold.
+    """uvicorn's HTTP/1.1 protocol (httptools) with a deadline on each request's headers, a cap on the
+    connections one address may hold, and room made for a complete request when the server is full.
 
     Uvicorn times out only an idle kept-alive connection: one that sends a request line and then trickles
     its headers (slowloris) is held forever, and the ASGI app never sees it. This closes the connection when
@@ -231,7 +240,16 @@ def header_timeout_protocol(seconds: float, *, per_client: int | None = None,
     counts; connections from `trusted` networks (a reverse proxy speaking for many clients) are not capped
     here (None: every address is trusted), the app's own per-address limit then applies to the forwarded one.
 
-    None when httptools is not installed (then uvicorn's default protocol runs without either).
+    A flood from many addresses still fills `limit_concurrency`, each trickle held until its deadline and
+    then reopened. So when a request's headers are complete and uvicorn would answer it 503, connections
+    still waiting on their clients are closed first to make room (the slow are shed, not the new): those
+    waiting `STALLED_AFTER` seconds or more, slowest (bytes a second) first, then the longest-waiting of the
+    address holding the most connections. A request in the middle of a body gets 408. A request whose
+    headers and body are in, and the app working on it, is never closed; with nothing else to close the new
+    request gets uvicorn's 503 as before. nginx does the like when out of connections, closing kept-alive
+    idle ones first (`ngx_drain_connections`).
+
+    None when httptools is not installed (then uvicorn's default protocol runs without any of this).
     """
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -239,6 +257,10 @@ def header_timeout_protocol(seconds: float, *, per_client: int | None = None,
         return None
     networks = None if trusted is None else list(trusted)
     open_by_address: dict[str, int] = {}  # one event loop: no lock needed
+    # The app tasks of connections closed to make room: told their client is gone, they end within a few
+    # turns of the loop, and meanwhile must not count as work in progress (uvicorn's `tasks`).
+    winding_down: set[asyncio.Task[Any]] = set()
+    shed_tally = _ShedTally()
 
     def capped(address: str) -> bool:
         if not per_client or networks is None:
@@ -253,6 +275,25 @@ def header_timeout_protocol(seconds: float, *, per_client: int | None = None,
         _header_deadline: asyncio.TimerHandle | None = None
         _counted: str | None = None
         _refused = False
+        _shed = False
+        _task: asyncio.Task[Any] | None = None  # the app's task for the current request, while it runs
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # uvicorn decides 503 from `self.limit_concurrency` when a request's headers are complete; this
+            # decides first (see `_make_room`) and sets it per request, so the configured value is kept here.
+            self._capacity = self.limit_concurrency
+            self._inner_app = self.app
+            self.app = self._run_app
+            self._waiting_since = self.loop.time()  # since the connection opened, or its last response
+            self._received = 0  # bytes since then
+
+        async def _run_app(self, scope: Any, receive: Any, send: Any) -> None:
+            self._task = asyncio.current_task()
+            try:
+                await self._inner_app(scope, receive, send)
+            finally:
+                self._task = None
 
         def _arm(self) -> None:
             if self._header_deadline is None and not self._refused:
@@ -282,6 +323,71 @@ def header_timeout_protocol(seconds: float, *, per_client: int | None = None,
                 self.transport.write_eof()
             self.loop.call_later(1.0, self.transport.close)
 
+        def _waiting_on_client(self) -> bool:
+            """Whether this connection waits on its client: for (the rest of) a request's headers, for the
+            rest of its body, or for its next request. Not while the app works on a request it has whole."""
+            if self._shed or self._refused or self.pipeline or self.transport.is_closing():
+                return False
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete:
+                return self._task is None  # (an app still running after its response is at work)
+            return cycle.more_body and not cycle.response_started
+
+        def _in_use(self) -> tuple[int, int]:
+            """What uvicorn counts for its 503 (connections, app tasks), less the tasks of connections already
+            closed to make room."""
+            return len(self.connections), len(self.tasks) - sum(1 for task in winding_down if task in self.tasks)
+
+        def _make_room(self) -> bool:
+            """Close connections waiting on their clients until this request fits; False if it cannot."""
+            capacity: int = self._capacity  # type: ignore[assignment]
+            connections, tasks = self._in_use()
+            if connections < capacity and tasks < capacity:
+                return True
+            now = self.loop.time()
+            held: dict[str | None, int] = {}
+            for protocol in self.connections:
+                address = protocol.client[0] if getattr(protocol, "client", None) else None
+                held[address] = held.get(address, 0) + 1
+
+            def order(protocol: HeaderTimeoutProtocol) -> tuple[int, float, float]:
+                waited = now - protocol._waiting_since
+                if waited >= STALLED_AFTER:
+                    return 0, protocol._received / waited, -waited
+                # Too new to judge by its rate: perhaps its bytes are on their way. The address holding
+                # the most connections gives one up, so a flood from a few addresses sheds its own.
+                return 1, -held.get(protocol.client[0] if protocol.client else None, 0), -waited
+
+            waiting = [p for p in self.connections
+                       if p is not self and isinstance(p, HeaderTimeoutProtocol) and p._waiting_on_client()]
+            running = sum(1 for p in waiting if p._task is not None and not p._task.done())
+            if connections - len(waiting) >= capacity or tasks - running >= capacity:
+                return False  # closing them all would not make room: close none
+            for protocol in sorted(waiting, key=order):
+                protocol._close_to_make_room()
+                connections, tasks = self._in_use()
+                if connections < capacity and tasks < capacity:
+                    return True
+            return False
+
+        def _close_to_make_room(self) -> None:
+            self._shed = True
+            self._disarm()
+            self.connections.discard(self)  # counts no more, at once: its connection_lost comes a turn later
+            task = self._task
+            if task is not None and not task.done():
+                winding_down.add(task)
+                task.add_done_callback(winding_down.discard)
+            if self._received or (self.cycle is not None and not self.cycle.response_complete):
+                body = json.dumps({"detail": f"the service is at its connection limit ({self._capacity}, "
+                                   "MEETMEM_MAX_CONNECTIONS) and this request was among the slowest to arrive, so "
+                                   "it was closed to make room: send it faster, or retry"}).encode()
+                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+                                     b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
+            self.transport.close()
+            self.loop.call_later(1.0, self.transport.abort)  # a client that reads nothing cannot keep it open
+            shed_tally.add(self._capacity)
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             address = self.client[0] if self.client else None
@@ -294,7 +400,8 @@ def header_timeout_protocol(seconds: float, *, per_client: int | None = None,
             self._arm()
 
         def data_received(self, data: bytes) -> None:
-            if not self._refused:
+            if not self._refused and not self._shed:
+                self._received += len(data)
                 super().data_received(data)
 
         def on_message_begin(self) -> None:
@@ -303,7 +410,15 @@ def header_timeout_protocol(seconds: float, *, per_client: int | None = None,
 
         def on_headers_complete(self) -> None:
             self._disarm()
+            if self._capacity is not None:  # (an upgrade is uvicorn's to refuse, as it was)
+                room = not self.parser.should_upgrade() and self._make_room()
+                self.limit_concurrency = None if room else self._capacity
             super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            self._waiting_since = self.loop.time()
+            self._received = 0
+            super().on_response_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
@@ -317,3 +432,27 @@ def header_timeout_protocol(seconds: float, *, per_client: int | None = None,
             super().connection_lost(exc)
 
     return HeaderTimeoutProtocol
+
+
+class _ShedTally:
+    """Counts the connections closed to make room, in a log line at most every `every` seconds."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.count = 0
+        self.logged_at: float | None = None
+
+    def add(self, capacity: int | None) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if self.logged_at is None:
+            logger.warning("at the connection limit (%s, MEETMEM_MAX_CONNECTIONS): closing connections slow to send "
+                           "their requests to make room for complete ones (counted at most every %g s)",
+                           capacity, self.every)
+        elif now - self.logged_at >= self.every:
+            logger.warning("at the connection limit (%s, MEETMEM_MAX_CONNECTIONS): closed %d connections slow to send "
+                           "their requests in the last %.0f s", capacity, self.count, now - self.logged_at)
+        else:
+            return
+        self.count = 0
+        self.logged_at = now

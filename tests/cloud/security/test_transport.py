@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class Served:
     url: str
     token: Callable[[str], str]
     database_url: str | None
+    log: Path
 
     @property
     def address(self) -> tuple[str, int]:
@@ -64,7 +66,7 @@ def serve(serve_factory: Callable[..., Any], meetmem_cli: Callable[..., Any], cl
             assert result.returncode == 0, result.stderr
             return result.stdout.strip()
 
-        return Served(process.url, token, cloud_backend)
+        return Served(process.url, token, cloud_backend, process.log_path)
 
     return start
 
@@ -184,6 +186,96 @@ def test_a_flood_from_one_address_leaves_room_for_everyone_else(serve: Callable[
     finally:
         for sock in flood:
             sock.close()
+
+
+class _Flood:
+    """`count` trickling connections spread over ten loopback addresses (127.0.0.10-19), each reopened as soon
+    as the server closes it, in a thread: half stop partway through their headers, half send whole headers
+    promising a body and then a byte a second. `answers` counts what the server said as it closed them."""
+
+    def __init__(self, served: Served, token: str, count: int) -> None:
+        self.served = served
+        self.heads = [b"POST /v1/meetings/m/segments HTTP/1.1\r\nHost: x\r\n",
+                      _post_head(token, chunked=False) + b"{"]
+        self.count = count
+        self.answers: dict[str, int] = {}
+        self.shed = 0  # of them, 408s saying they were closed to make room at MEETMEM_MAX_CONNECTIONS
+        self.answered = threading.Event()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _open(self, n: int) -> socket.socket | None:
+        try:
+            sock = _connect(self.served, f"127.0.0.{10 + n % 10}")
+            sock.sendall(self.heads[n % 2])
+        except OSError:
+            return None
+        return sock
+
+    def _run(self) -> None:
+        socks = {n: self._open(n) for n in range(self.count)}
+        next_byte = time.monotonic() + 1.0
+        while not self.stop.is_set():
+            live = {s: n for n, s in socks.items() if s is not None}
+            readable, _, _ = select.select(list(live), [], [], 0.1)
+            for sock in readable:
+                try:
+                    answer = sock.recv(65536)
+                except OSError:
+                    answer = b""
+                status = answer.split(b" ", 2)[1].decode() if answer.startswith(b"HTTP/1.1 ") else "closed"
+                self.answers[status] = self.answers.get(status, 0) + 1
+                self.shed += status == "408" and b"MEETMEM_MAX_CONNECTIONS" in answer
+                self.answered.set()
+                sock.close()
+                socks[live[sock]] = self._open(live[sock])  # straight back
+            for n, sock in socks.items():
+                if sock is None:
+                    socks[n] = self._open(n)
+                elif n % 2 and time.monotonic() >= next_byte:
+                    try:
+                        sock.sendall(b" ")
+                    except OSError:
+                        pass  # closed under us: the select reads what it said
+            if time.monotonic() >= next_byte:
+                next_byte += 1.0
+        for sock in socks.values():
+            if sock is not None:
+                sock.close()
+
+    def __enter__(self) -> _Flood:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
+@pytest.mark.backends("sqlite")
+def test_a_trickle_flood_from_many_addresses_sheds_the_slowest_not_the_new_client(
+        serve: Callable[..., Served]) -> None:
+    """30 trickles from ten addresses (3 each, under the per-address cap) filled all 20 of
+    MEETMEM_MAX_CONNECTIONS, and every other client got 503 until they timed out, then again as the flood came
+    straight back. Now a complete request makes room by closing the connection that is slowest to send its own,
+    so a normal client is served every time, and the trickles are told why they were closed."""
+    served = serve(MEETMEM_MAX_CONNECTIONS="20")
+    token = served.token("acme")
+    with _Flood(served, served.token("flood"), 30) as flood:  # a token of its own: its rate is not acme's
+        # Until the server answers a trickle (the 503 of a full server, or one closed to make room), the flood
+        # has not yet filled it.
+        assert flood.answered.wait(10), "the flood never filled the server"
+        statuses = []
+        for _ in range(20):  # a new connection each time: the new client is the one that needs a slot
+            with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.1")) as client:
+                r = client.get(f"{served.url}/v1/meetings", headers={"Authorization": f"Bearer {token}"},
+                               timeout=10)
+            statuses.append(r.status_code)
+            assert r.status_code == 200, (statuses, r.text, flood.answers)
+            time.sleep(0.1)  # a client asking now and then, not a flood of its own
+    assert flood.shed > 0 and "503" not in flood.answers, flood.answers
+    log = served.log.read_text(errors="replace")
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log[-3000:]
 
 
 # -- tokens and addresses ----------------------------------------------------------------------------------
