@@ -7,8 +7,9 @@ reporting the process's peak RSS (VmHWM, MB) and the CPU seconds it spent on the
 - `ten_day_gap`: a chunk at the start and one ten days in; four clients at once ask for the whole meeting
   (refused: longer than a render may be), then four at once for the last stretch (one render, shared).
 - `trickle_flood`: connections that promise a body and send it a byte every 8 s, spread over ten loopback
-  addresses and enough to fill `MEETMEM_MAX_CONNECTIONS`, while a normal client keeps asking: was it ever
-  refused, and what became of the trickles.
+  addresses, more of them than a lowered `MEETMEM_MAX_CONNECTIONS` and each reopened as the server closes it,
+  while a normal client keeps asking on a new connection each time: was it ever refused, and what became of
+  the trickles.
 """
 
 from __future__ import annotations
@@ -180,8 +181,9 @@ def ten_day_gap(workdir: Path, *, stretch_s: float, clients: int, quiet: bool) -
 def trickle_flood(workdir: Path, *, connections: int, seconds: float, max_connections: int | None = None,
                   quiet: bool) -> dict[str, Any]:
     """`connections` bodies trickled a byte every 8 s from ten loopback addresses, each reopened when the server
-    closes it (a patient attacker), while a normal client (from 127.0.0.1) asks for its meetings twice a second.
-    `max_connections` sets `MEETMEM_MAX_CONNECTIONS` (None: the server's default)."""
+    closes it (a patient attacker), while a normal client (from 127.0.0.1) asks for its meetings twice a second,
+    each time on a new connection (one that must find a slot). `max_connections` sets `MEETMEM_MAX_CONNECTIONS`
+    (None: the server's default); more trickles than that fill the server."""
     import httpx
 
     t0 = time.monotonic()
@@ -211,6 +213,7 @@ def trickle_flood(workdir: Path, *, connections: int, seconds: float, max_connec
             selector.register(sock, selectors.EVENT_READ, (n, time.monotonic()))
 
         answers: dict[str, int] = {}  # what the server said to the trickles it closed
+        shed = 0  # of them, closed to make room for a complete request (a 408 naming the connection limit)
         held: list[float] = []  # how long each closed trickle held its connection
         normal: dict[str, int] = {}
         first_refusal: float | None = None
@@ -219,8 +222,8 @@ def trickle_flood(workdir: Path, *, connections: int, seconds: float, max_connec
         def normal_client() -> None:
             nonlocal first_refusal
             transport = httpx.HTTPTransport(local_address="127.0.0.1")
-            with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=10,
-                              transport=transport) as c:
+            with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}", "Connection": "close"},
+                              timeout=10, transport=transport) as c:
                 while not stop.is_set():
                     try:
                         status = str(c.get("/v1/meetings").status_code)
@@ -254,6 +257,7 @@ def trickle_flood(workdir: Path, *, connections: int, seconds: float, max_connec
                     data = sock.recv(4096)
                 except OSError:
                     data = b""
+                shed += data.startswith(b"HTTP/1.1 408") and b"MEETMEM_MAX_CONNECTIONS" in data
                 closed(key, data.split(b" ", 2)[1].decode(errors="replace") if data.startswith(b"HTTP/")
                        else "closed")
             if time.monotonic() >= next_byte:
@@ -274,9 +278,11 @@ def trickle_flood(workdir: Path, *, connections: int, seconds: float, max_connec
         asker.join(timeout=15)
         figures = _figures(server, cpu0)
     refused = sum(n for status, n in normal.items() if status != "200")
-    note(quiet, f"trickle flood: normal client {normal}, trickles answered {answers}, {still_open} still open")
+    note(quiet, f"trickle flood: normal client {normal}, trickles answered {answers} ({shed} closed to make "
+         f"room), {still_open} still open")
     return {"step": "trickle_flood", "connections": connections, "opened": opened, "not_opened": not_opened,
             "max_connections": max_connections or "default", "seconds": seconds, "normal_client": normal,
             "normal_refused": refused, "normal_first_refused_at_s": first_refusal, "trickles_answered": answers,
+            "trickles_shed": shed,
             "trickle_longest_held_s": round(max(held, default=0.0), 1), "trickles_open_at_end": still_open,
             "server_error_500": normal.get("500", 0), "wall_s": round(time.monotonic() - t0, 1), **figures}

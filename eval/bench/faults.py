@@ -273,7 +273,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
             seconds=60.0 if short else None, rng=rng, cli=_cli(), quiet=quiet)),
         ("racing chunk uploads", lambda d: racing_chunk_uploads(d, pairs=6 if short else 30, quiet=quiet)),
         ("ten-day gap", lambda d: ten_day_gap(d, stretch_s=600.0 if short else 3600.0, clients=4, quiet=quiet)),
-        ("trickle flood", lambda d: trickle_flood(d, connections=30, seconds=25.0 if short else 75.0, quiet=quiet)),
+        ("trickle flood", lambda d: trickle_flood(d, connections=60, max_connections=40,
+                                                  seconds=25.0 if short else 75.0, quiet=quiet)),
     ]
     if args.step:
         plan = [(name, step) for name, step in plan if STEP_NAMES[name] in args.step]
