@@ -14,7 +14,6 @@ reporting the process's peak RSS (VmHWM, MB) and the CPU seconds it spent on the
 
 from __future__ import annotations
 
-import os
 import selectors
 import socket
 import threading
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .fault_checks import create_token, note, wait_up
-from .serve_process import Server, free_port, proc_figures
+from .serve_process import Server, environment, free_port, proc_figures
 
 TEN_DAYS = 10 * 24 * 3600.0
 
@@ -48,16 +47,8 @@ def _server(workdir: Path, name: str, env: dict[str, str] | None = None) -> Iter
     token = create_token(db, "faults")
     server = Server(db, free_port(), "none", workdir / f"{name}.log")
     extra = {"MEETMEM_AUDIO_UPLOAD": "true", **(env or {})}
-    saved = {k: os.environ.get(k) for k in extra}
-    os.environ.update(extra)
-    try:
+    with environment(extra):
         server.start()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     try:
         wait_up(server)
         yield server, token

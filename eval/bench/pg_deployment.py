@@ -7,37 +7,19 @@ count afterwards, from the database and `meetmem verify --receipt`."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .fault_checks import segment
 from .serve_pg import run_cli
-from .serve_process import Server, Worker, free_port
+from .serve_process import Server, Worker, environment, free_port
 
 TENANT = "faults"
-
-
-@contextmanager
-def environment(env: dict[str, str]) -> Iterator[None]:
-    """`env` set in this process's environment (which the processes started inside inherit), restored after."""
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @dataclass

@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,3 +229,18 @@ def create_token(path: Path, tenant: str, label: str = "bench serve") -> str:
 
     with TranscriptLog(path) as transcript_log:
         return TokenStore(transcript_log).create(tenant, label=label)
+
+
+@contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """`env` set in this process's environment (which the processes started inside inherit), restored after."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
