@@ -109,9 +109,11 @@ def test_delete_a_meeting_everywhere(make_api: Any) -> None:
 @pytest.mark.backends("sqlite")  # on both stores: test_api_delete_backends.py
 def test_the_reaper_applies_retention(make_api: Any, tmp_path: Path) -> None:
     db = tmp_path / "retained.db"
-    with TranscriptLog(db) as log:  # stored before the server starts: its reaper's first round finds them
+    # Stored before the server starts (its reaper's first round finds it), first received in 2020.
+    with TranscriptLog(db, clock=lambda: "2020-01-01T09:00:00+00:00") as log:
         log.append("old", "glasses", [SegmentInput(**row) for row in PRICE], tenant="acme",
                    meta=MeetingMeta(started_at="2020-01-01T09:00:00+00:00"))
+        log.close_meeting("old", tenant="acme")
     api = make_api(embedders=None, retention_days=30, db=db)
     headers = api.headers(api.token("acme"))
     _post(api, headers, "new", HW)
