@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +66,31 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
     return (x - mean) / np.sqrt(var + eps) * weight + bias
 
 
+_blas_guard = threading.Lock()
+_blas_users = 0
+_blas_limiter: Any = None
+
+
+@contextmanager
+def _one_blas_thread(controller: Any) -> Iterator[None]:
+    """Hold the BLAS library at one thread while any query runs. The count is process-wide, so concurrent
+    queries share one limit and the last to finish restores the count: nested limits, each restoring what it
+    found, would leave the library at whatever the first one to finish saw."""
+    global _blas_users, _blas_limiter
+    with _blas_guard:
+        if _blas_users == 0:
+            _blas_limiter = controller.limit(limits=1)
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_guard:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
+
+
 class MiniLMQueries:
     """Embeds one text at a time with all-MiniLM-L6-v2 in NumPy (float32), unit length like the model's."""
 
@@ -92,10 +120,13 @@ class MiniLMQueries:
         self._np = np
         self._cache: dict[str, Any] = {}
         try:
-            from threadpoolctl import threadpool_limits
+            from threadpoolctl import ThreadpoolController
         except ImportError:  # the products still run, on the BLAS library's own thread count
-            threadpool_limits = None
-        self._limits = threadpool_limits
+            self._blas = None
+        else:
+            # Found once: threadpool_limits() looks for every loaded library on each call (0.4 ms and more
+            # once torch is loaded); the controller only sets the count.
+            self._blas = ThreadpoolController().select(user_api="blas")
         self.dim = int(config["hidden_size"])
         self._heads = int(config["num_attention_heads"])
         self._layers = int(config["num_hidden_layers"])
@@ -107,11 +138,11 @@ class MiniLMQueries:
         cached = self._cache.get(text)
         if cached is not None:
             return cached
-        if self._limits is not None:
-            with self._limits(limits=1, user_api="blas"):
-                vector = self._forward(text)
-        else:
+        if self._blas is None:
             vector = self._forward(text)
+        else:
+            with _one_blas_thread(self._blas):
+                vector = self._forward(text)
         if len(self._cache) > 256:
             self._cache.clear()
         self._cache[text] = vector
