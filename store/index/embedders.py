@@ -31,6 +31,7 @@ import logging
 import os
 import queue
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -490,6 +491,11 @@ class LazyEmbedder:
     segment, or two questions) instead of queueing them behind one model. Passage batches (`encode`) may
     hold all copies but one, so a question (`encode_query`) never waits behind the indexer's batches.
 
+    A model with a torch-free query runtime (`minilm`: `minilm_numpy`) embeds every question there, before
+    and after the passage model loads: the same vector, and a question never queues for a copy that passage
+    batches or other questions hold (issue 31: 84 % of a served question's time was that wait). The last
+    `QUERY_CACHE` questions' vectors are kept, keyed by model and text, so a repeated question costs nothing.
+
     Args:
         name: a registered embedder name (see :data:`EMBEDDERS`); checked at once.
         threads: passed to the model's constructor.
@@ -513,6 +519,8 @@ class LazyEmbedder:
         self._passages = threading.BoundedSemaphore(max(1, instances - 1))
         self._lock = threading.Lock()
         self._queries: Any = None
+        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     def _load(self) -> None:
         with self._lock:
@@ -551,13 +559,33 @@ class LazyEmbedder:
         with self._passages, self._model() as model:
             return model.encode(texts, batch_size=batch_size)
 
+    #: Question vectors kept (least recently used dropped): 1024 x 384 float32 is 1.5 MB.
+    QUERY_CACHE: ClassVar[int] = 1024
+
     def encode_query(self, text: str) -> np.ndarray:
-        # A question before any passage needs embedding (the CLI asking about a stored meeting) takes the
-        # torch-free runtime of the same model, when it has one: the same vector, without seconds of imports.
-        if not self._models and self.name in _QUERY_RUNTIMES:
-            with self._lock:
-                if self._queries is None:
-                    self._queries = _QUERY_RUNTIMES[self.name][1]()
-            return self._queries.encode_query(text)
+        """Embed one question; a repeated one comes from the cache (a copy: callers may change it)."""
+        key = (self.name, text)
+        with self._cache_lock:
+            vector = self._cache.get(key)
+            if vector is not None:
+                self._cache.move_to_end(key)
+                return vector.copy()
+        vector = self._embed_query(text)
+        with self._cache_lock:
+            self._cache[key] = vector.copy()
+            if len(self._cache) > self.QUERY_CACHE:
+                self._cache.popitem(last=False)
+        return vector
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        # The torch-free runtime, when the model has one, answers without the model copies (and, in the CLI,
+        # without seconds of torch imports); it is thread-safe and holds no copy, so it never waits.
+        if self.name in _QUERY_RUNTIMES:
+            if self._queries is None:
+                with self._lock:
+                    if self._queries is None:
+                        self._queries = _QUERY_RUNTIMES[self.name][1]()
+            with span("query_embed"):
+                return self._queries.encode_query(text)
         with self._model() as model, span("query_embed"):
             return model.encode_query(text)
