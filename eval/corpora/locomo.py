@@ -349,6 +349,7 @@ def evaluate_locomo(data: Path, *, embedder: Embedder | EmbedderRoutes | None, c
         "captions": captions,
         "part": part,
         "search_options": options_public(search.options),
+        "query_adapter": search.query_adapters.versions() if search.query_adapters is not None else None,
         "timeline": "meeting start = first session's date-time; turns at the speaking rate, sessions "
                     f"{SESSION_GAP_S:g} s apart on the meeting's clock (a meeting spans at most a week); "
                     "each session's real date-time beside its start_s",

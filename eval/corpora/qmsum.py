@@ -361,6 +361,7 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
         "turns_left_out_markers_only": skipped_turns,
         "markers_removed": not keep_markers,
         "search_options_used": options_public(base),
+        "query_adapter": search.query_adapters.versions() if search.query_adapters is not None else None,
         "fusion_variants": {name: options_public(o) for name, o in variant_options.items()},
         "random_baseline": {f"p@{k}": rounded_mean(baseline)},
         "methods": {name: scores[name].summary(k, domains) for name in methods},
@@ -416,7 +417,8 @@ def _score_query(q: QMSumQuery, k: int, meeting_id: str, search: TranscriptSearc
     qv = None
     t = time.perf_counter()
     if embedder is not None:
-        qv = embedder.encode_query(q.query)
+        # As a question is embedded for search (and its adapter applied, `SearchOptions.query_adapter`).
+        qv = search.encode_query(meeting_id, q.query)
     encode_s = time.perf_counter() - t
 
     def run(name: str, fn: Callable[[], list[int | None]], extra: float = 0.0) -> None:
@@ -426,7 +428,7 @@ def _score_query(q: QMSumQuery, k: int, meeting_id: str, search: TranscriptSearc
         scores[name].add(turns, q, k)
 
     def hits(s: TranscriptSearch, mode: str) -> list[int | None]:
-        return [h.segment.seq for h in s.search(meeting_id, q.query, k=k, mode=mode, query_vector=qv)]
+        return [h.segment.seq for h in s.search(meeting_id, q.query, k=k, mode=mode, query_vectors=qv)]
 
     run("bm25", lambda: hits(search, "bm25"))
     if embedder is not None:

@@ -12,5 +12,7 @@ def add_train_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                                        "stdout; progress on stderr.")
     train_sub = train.add_subparsers(dest="train", metavar="WHAT", required=True)
     from meetmem.eval.training import ledger as train_ledger
+    from meetmem.eval.training import retrieval as train_retrieval
 
     train_ledger.add_parser(train_sub, common)
+    train_retrieval.add_parser(train_sub, common)

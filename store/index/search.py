@@ -24,6 +24,7 @@ from .dense import DenseIndex
 from .embedder_routes import EmbedderRoutes, embedder_routes, segment_language
 from .errors import SearchError
 from .fusion import Ranked, adaptive_weights, coverage, fuse, with_neighbours
+from .query_adapters import QueryAdapters
 from .search_types import RRF_K, Hit, SearchFilters, SearchMode, SearchOptions, embedded_text, vector_key
 from .timing import span
 from .tokenize import MeetingTokenizer
@@ -101,6 +102,7 @@ class TranscriptSearch:
         # Set by a server whose background indexer embeds new rows: searches then only add them to BM25.
         self.background_embedding = False
         self._lock = threading.Lock()
+        self.query_adapters = QueryAdapters(speaker=self.options.embed_speaker) if self.options.query_adapter else None
         self._ensure_vector_table()
 
     @property
@@ -297,7 +299,10 @@ class TranscriptSearch:
         index = self.meeting_index(meeting_id, tenant=tenant)
         models = self.routes.by_name()
         names = [name for name in index.dense if name in models] or [self.routes.default.name]
-        return {name: models[name].encode_query(query) for name in names}
+        vectors = {name: models[name].encode_query(query) for name in names}
+        if self.query_adapters is not None:
+            vectors = {name: self.query_adapters.apply(models[name].name, v) for name, v in vectors.items()}
+        return vectors
 
     def similarities(self, meeting_id: str, query_vectors: Mapping[str, np.ndarray], segment_ids: Sequence[str], *,
                      tenant: str = DEFAULT_TENANT) -> dict[str, float]:

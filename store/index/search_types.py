@@ -48,6 +48,9 @@ class SearchOptions:
             matches the question ("Is that a one-off cost?" / "One-off: $4,250."). 0 turns it off.
         embed_speaker: embed a segment as "Speaker: text" (the stored text stays verbatim; only the derived
             vector changes, cached under `vector_key`).
+        query_adapter: move a question's vector by the shipped query adapter of its embedder (`meetmem train
+            retrieval`, `learned/query_adapter.py`) before the dense search; passages are untouched, so stored
+            vectors stay valid. An embedder without a fitting adapter is used as it is.
     """
 
     pool: int = 50
@@ -62,6 +65,7 @@ class SearchOptions:
     # 0.7 suits QMSum's topic questions and paraphrases but loses LoCoMo's chat questions to BM25 alone.
     adaptive_dense_weight: tuple[float, float] | None = (0.2, 0.8)
     neighbour_weight: float = 0.2
+    query_adapter: bool = True
 
 
 def embedded_text(segment: Segment, *, speaker: bool = True) -> str:

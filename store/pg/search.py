@@ -38,6 +38,7 @@ from ..index.bm25 import BM25Index
 from ..index.embedder_routes import EmbedderRoutes
 from ..index.errors import SearchError
 from ..index.fusion import adaptive_weights, coverage, fuse, with_neighbours
+from ..index.query_adapters import QueryAdapters
 from ..index.search_types import SearchFilters, SearchOptions, vector_key
 from ..index.tokenize import MeetingTokenizer
 from .lexemes import quote_lexeme, tsquery_literal
@@ -124,6 +125,8 @@ class PgSearch(PgSearchRows, PgSearchAcross):
             self.routes = EmbedderRoutes(embedder)
         self.tokenizer = tokenizer or MeetingTokenizer()
         self.options = options or PgSearchOptions()
+        fusion = self.options.fusion
+        self.query_adapters = QueryAdapters(speaker=fusion.embed_speaker) if fusion.query_adapter else None
         self._bm25: dict[tuple[str, str], _MeetingBM25] = {}
         self._lock = threading.Lock()
 
@@ -263,7 +266,10 @@ class PgSearch(PgSearchRows, PgSearchAcross):
         speaker_form = self.options.fusion.embed_speaker
         by_key = {vector_key(name, speaker=speaker_form): m for name, m in self.routes.by_name().items()}
         wanted = [m for m in models if m in by_key] or [vector_key(self.routes.default.name, speaker=speaker_form)]
-        return {m: by_key[m].encode_query(query) for m in wanted}
+        vectors = {m: by_key[m].encode_query(query) for m in wanted}
+        if self.query_adapters is not None:
+            vectors = {m: self.query_adapters.apply(by_key[m].name, v) for m, v in vectors.items()}
+        return vectors
 
     # -- search -----------------------------------------------------------------------------------------
     def search(self, meeting_id: str, query: str, *, tenant: str, k: int = 10,
