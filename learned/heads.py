@@ -9,7 +9,9 @@ imports more than numpy.
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,9 +80,10 @@ def load_heads(name: str, folder: Path | None = None) -> LinearHeads:
     arrays, meta = folder / f"{name}.npz", folder / f"{name}.json"
     try:
         settings = json.loads(meta.read_text(encoding="utf-8"))
-        with np.load(arrays) as data:
+        # From bytes: np.load leaves its own file handle open when the file is not a zip.
+        with np.load(io.BytesIO(arrays.read_bytes())) as data:
             parts = {key: np.asarray(data[key], dtype=np.float32) for key in ("mean", "scale", "coef", "intercept")}
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise HeadUnavailable(f"cannot read the {name} head from {folder}: {exc} "
                               f"(rebuild it with `meetmem train`)") from exc
     version = str(settings.pop("version", ""))

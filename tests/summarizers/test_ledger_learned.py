@@ -186,6 +186,11 @@ def test_heads_round_trip_and_refuse_a_mismatch(tmp_path: Path) -> None:
     (tmp_path / "h.json").write_text('{"version": "test-1", "labels": ["a"]}', encoding="utf-8")
     with pytest.raises(HeadUnavailable, match="inconsistent"):
         load_heads("h", tmp_path)
+    # A cut-short `.npz` is not a zip at all; it must still read as a head that is unavailable.
+    heads.save(tmp_path, "cut")
+    (tmp_path / "cut.npz").write_bytes((tmp_path / "cut.npz").read_bytes()[:100])
+    with pytest.raises(HeadUnavailable, match="cannot read the cut head"):
+        load_heads("cut", tmp_path)
 
 
 def test_the_sample_meeting_keeps_every_decision_and_dated_todo_the_rules_read(
