@@ -27,12 +27,16 @@ TURNS = [("Dana", "We agreed the remote will run on a kinetic charger, no batter
          ("Dana", "Marketing wants the launch before the spring fair.")]
 
 
-def test_the_shipped_adapter_loads_at_its_version() -> None:
-    adapter = load_query_adapter("minilm")
-    assert adapter.dim == 384 and adapter.matrix.dtype == np.float32
+@pytest.mark.parametrize(("embedder", "dim", "most_bytes"), [("minilm", 384, 1_000_000), ("mpnet", 768, 3_000_000)])
+def test_the_shipped_adapter_loads_at_its_version(embedder: str, dim: int, most_bytes: int) -> None:
+    adapter = load_query_adapter(embedder, dim=dim)
+    assert adapter.dim == dim and adapter.matrix.dtype == np.float32
     assert adapter.version == f"query-adapter-1+{hashlib.sha256(adapter.matrix.tobytes()).hexdigest()[:8]}"
     assert adapter.settings["embedded_text"] == "speaker: text"
-    assert (WEIGHTS_DIR / f"{adapter_name('minilm')}.npz").stat().st_size < 1_000_000
+    assert (WEIGHTS_DIR / f"{adapter_name(embedder)}.npz").stat().st_size < most_bytes
+    # Learned, not the identity it starts from, and still a rotation-like map: no question collapses to zero.
+    assert not np.allclose(adapter.matrix, np.eye(dim), atol=1e-3)
+    assert float(np.linalg.svd(adapter.matrix, compute_uv=False).min()) > 0.1
 
 
 @pytest.fixture
