@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..corpora.ami_ledger import ami_segments, figures, load_meetings, match_counts
 from ..harness import BenchDataError, guarded
+from . import lazy_encoder
 from .ami_split import REPORT_SERIES, half, series
 
 if TYPE_CHECKING:
@@ -259,7 +260,6 @@ def train(data_dir: Path, out_dir: Path, cache: Path, *, threads: int | None = N
     import numpy as np
 
     from meetmem.learned.heads import LinearHeads
-    from meetmem.store.index.embedders import load_embedder
     from meetmem.summarizers.detector import SCALARS
     from meetmem.summarizers.ledger import extract_ledger
     from meetmem.summarizers.ledger_learned import EMBEDDER, HEAD_NAME, LearnedLedger, UtteranceScorer
@@ -274,14 +274,7 @@ def train(data_dir: Path, out_dir: Path, cache: Path, *, threads: int | None = N
         raise BenchDataError(f"{data_dir}/dev does not hold both halves of AMI dev (tune {len(tune)}, report "
                              f"{len(report_half)} meetings)")
     _say(f"{len(tune)} tune and {len(report_half)} report meetings; embedding with {EMBEDDER}")
-    model: Any = None
-
-    def embed(texts: list[str]) -> np.ndarray:
-        nonlocal model
-        if model is None:
-            model = load_embedder(EMBEDDER, threads=threads)
-        return model.encode(texts)
-
+    embed = lazy_encoder(EMBEDDER, threads)
     embed_meetings(meetings, cache, embed)
     t_embedded = time.perf_counter()
 

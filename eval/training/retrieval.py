@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..harness import BenchDataError, guarded
+from . import lazy_encoder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -423,16 +424,7 @@ def train(data_dir: Path, out_dir: Path, cache: Path, *, embedder_name: str = "m
     _say(f"{sum(len(u.questions) for u in units)} questions in {len(units)} meetings; "
          f"{sum(len(u.candidates) for u in units)} passages to embed with {embedder_name}")
     if embed is None:
-        from meetmem.store.index.embedders import load_embedder
-
-        model: Any = None
-
-        def embed(texts: list[str]) -> np.ndarray:
-            nonlocal model
-            if model is None:
-                model = load_embedder(embedder_name, threads=threads)
-            return model.encode(texts)
-
+        embed = lazy_encoder(embedder_name, threads)
     qv, pv = embed_units(units, embedder_name, cache / "retrieval", embed)
     t_embedded = time.perf_counter()
     pairs = stack(units, qv, pv)
