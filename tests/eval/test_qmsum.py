@@ -13,7 +13,7 @@ from meetmem.eval.harness import BenchDataError
 #: The keys of `bench qmsum`'s JSON, in order (the CLI's output must not change).
 BENCH_KEYS = ["benchmark", "split", "part", "k", "meetings", "queries", "queries_by_domain", "turns", "segments_stored",
               "turns_left_out_markers_only", "markers_removed", "default_configuration", "search_options_used",
-              "fusion_variants", "random_baseline", "methods", "ratios", "embedding", "wall_time", "code"]
+              "query_adapter", "fusion_variants", "random_baseline", "methods", "ratios", "embedding", "wall_time", "code"]
 
 
 def test_the_folder_loads_and_a_markers_only_turn_is_not_stored(qmsum_folder: Path) -> None:
@@ -61,6 +61,7 @@ def test_bench_qmsum_keeps_its_json(qmsum_folder: Path, run_cli: Any) -> None:
     assert list(report) == BENCH_KEYS
     assert report["methods"]["bm25"]["p@5"] == 0.3
     assert report["default_configuration"]["embedder"] == "none"
+    assert report["query_adapter"] == {}  # no dense model, so no adapter moved a question
 
 
 def test_the_dev_halves_are_fixed_and_cover_everything() -> None:
