@@ -13,7 +13,8 @@ from meetmem.eval.harness import BenchDataError
 #: The keys of `bench qmsum`'s JSON, in order (the CLI's output must not change).
 BENCH_KEYS = ["benchmark", "split", "part", "k", "meetings", "queries", "queries_by_domain", "turns", "segments_stored",
               "turns_left_out_markers_only", "markers_removed", "default_configuration", "search_options_used",
-              "query_adapter", "fusion_variants", "random_baseline", "methods", "ratios", "embedding", "wall_time", "code"]
+              "query_adapter", "fusion_variants", "random_baseline", "methods", "ratios", "embedding", "wall_time",
+              "code"]
 
 
 def test_the_folder_loads_and_a_markers_only_turn_is_not_stored(qmsum_folder: Path) -> None:
