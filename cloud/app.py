@@ -59,12 +59,13 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
             models between apps this way); `None` for BM25 alone.
     """
     settings = settings or Settings()
-    from .llm_answer import check_settings
+    from meetmem.answers.model import check_settings
 
     check_settings(settings)  # a misconfigured answerer fails here, naming the setting, not on the first question
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from meetmem.answers.model import make_answerer
         from meetmem.store.backends import open_log, open_search
         from meetmem.store.index.embedder_routes import embedder_routes
         from meetmem.store.receipts import ReceiptKey
@@ -72,7 +73,6 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         from meetmem.summarizers.digest import MeetingDigester
 
         from .auth import TokenStore
-        from .llm_answer import make_answerer
         from .service import MeetingService, ServiceOptions
         from .voice import VoiceQuestions
 

@@ -174,8 +174,15 @@ class ManifestBlockOut(BaseModel):
 
 
 class RouteOut(BaseModel):
-    name: str = Field(description="time, topic, speaker, why, or verbatim / overview")
+    name: str = Field(description="time, topic, speaker, why, decision, verbatim, overview (across: across)")
     reason: str = Field(description="why this route was taken")
+
+
+class PlanOut(BaseModel):
+    route: str = Field(description="the route, as `route.name`")
+    params: dict[str, Any] = Field(description="what the route uses: start/end (seconds), topic, speaker_mention, "
+                                   "speaker (the label it resolved to), focus, owner, answer_types, ...")
+    why: str = Field(description="why this route, with what was read from the question")
 
 
 class AnswerOut(BaseModel):
@@ -185,6 +192,7 @@ class AnswerOut(BaseModel):
     citations: list[CitationOut]
     manifest: list[ManifestBlockOut] | None = Field(default=None, description="only with `explain`")
     route: RouteOut | None = Field(default=None, description="only with `explain`: how the question was routed")
+    plan: PlanOut | None = Field(default=None, description="only with `explain`: the route, its parameters, why")
 
 
 class VoiceAnswerOut(AnswerOut):
@@ -312,3 +320,4 @@ class CrossAnswerOut(BaseModel):
     citations: list[CrossCitationOut]
     manifest: list[ManifestBlockOut] | None = Field(default=None, description="only with `explain`")
     route: RouteOut | None = Field(default=None, description="only with `explain`")
+    plan: PlanOut | None = Field(default=None, description="only with `explain`")

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from meetmem.answers.sessions import session_store_for
 from meetmem.store.errors import StoreError
 from meetmem.store.log import TranscriptLog
 from meetmem.store.meeting_meta import MeetingMeta
@@ -28,18 +29,16 @@ from meetmem.store.tombstones import Tombstone
 from .live import LiveFeed
 from .reaper import Reaper
 from .scheduler import JobScheduler
-from .sessions import session_store_for
 from .voice import VoiceQuestions
 
 if TYPE_CHECKING:
+    from meetmem.answers.across import CrossHit, CrossMeetings
+    from meetmem.answers.pipeline import Answerer
+    from meetmem.answers.records import Answer
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.index.search_types import Hit, SearchFilters
     from meetmem.store.records import MeetingDigest
     from meetmem.summarizers.digest import MeetingDigester
-
-    from .across import CrossHit, CrossMeetings
-    from .answer import Answer, Answerer
-    from .llm_answer import LLMAnswerer
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +106,7 @@ class MeetingService:
         self,
         log: TranscriptLog,
         search: TranscriptSearch,
-        answerer: Answerer | LLMAnswerer,
+        answerer: Answerer,
         options: ServiceOptions | None = None,
         *,
         voice: VoiceQuestions | None = None,
@@ -275,9 +274,8 @@ class MeetingService:
     # -- speakers ---------------------------------------------------------------------------------------
     def speakers(self, tenant: str, meeting_id: str) -> dict[str, Any]:
         """The meeting's speaker map: each label, its name now (a user's or a suggestion) and the evidence."""
+        from meetmem.answers.speaker_names import speaker_map
         from meetmem.store.speaker_map import read_current
-
-        from .speaker_names import speaker_map
 
         self.log.require_meeting(meeting_id, tenant=tenant)
         stored = read_current(self.log, meeting_id, tenant=tenant)
@@ -310,12 +308,9 @@ class MeetingService:
         conversation, each prompt showing the earlier rounds (only a language model uses them)."""
         self.log.require_meeting(meeting_id, tenant=tenant)
         self.require_ready()
-        from .llm_answer import LLMAnswerer
-
-        if isinstance(self.answerer, LLMAnswerer):
-            session = self.sessions.get(tenant, meeting_id, session_id) if session_id else None
-            return self.answerer.ask(meeting_id, question, tenant=tenant, session=session)
-        return self.answerer.ask(meeting_id, question, tenant=tenant, device_id=device_id)
+        # Only a model's prompt shows a session's rounds: without one, no session is kept.
+        session = self.sessions.get(tenant, meeting_id, session_id) if session_id and self.answerer.writer else None
+        return self.answerer.ask(meeting_id, question, tenant=tenant, device_id=device_id, session=session)
 
     def ask_voice(self, tenant: str, meeting_id: str, audio: bytes, *, filename: str,
                   sample_rate: int | None = None, language: str | None = None) -> tuple[str, Answer]:
@@ -326,12 +321,10 @@ class MeetingService:
         return question, self.answerer.ask(meeting_id, question, tenant=tenant)
 
     def across(self) -> CrossMeetings:
-        """Search and questions over all of a tenant's meetings (the extractive answerer's routes)."""
-        from .across import CrossMeetings
-        from .answer import Answerer
+        """Search and questions over all of a tenant's meetings (the answerer's routes in the chosen one)."""
+        from meetmem.answers.across import CrossMeetings
 
-        answerer = self.answerer if isinstance(self.answerer, Answerer) else getattr(self.answerer, "fallback", None)
-        return CrossMeetings(self.search, answerer)
+        return CrossMeetings(self.search, self.answerer)
 
     def find_all(self, tenant: str, query: str, *, k: int = 10) -> list[CrossHit]:
         self.require_ready()
@@ -339,7 +332,7 @@ class MeetingService:
 
     def ask_all(self, tenant: str, question: str, *, explain: bool = False) -> dict[str, Any]:
         self.require_ready()
-        return self.across().ask(question, tenant=tenant, explain=explain)
+        return self.across().ask(question, tenant=tenant).public(explain=explain)
 
     def find(self, tenant: str, meeting_id: str, query: str, *, k: int = 10,
              filters: SearchFilters | None = None) -> list[Hit]:
@@ -388,7 +381,7 @@ class MeetingService:
         if self.digester is not None:
             self.digester.forget(meeting_id, tenant=tenant)
         self.sessions.forget(tenant, meeting_id)
-        sources = getattr(self.answerer, "sources", None)  # a language model's cached prompt contexts
+        sources = getattr(self.answerer.writer, "sources", None)  # a language model's cached prompt contexts
         if sources is not None and hasattr(sources, "forget"):
             sources.forget(meeting_id, tenant=tenant)
         self.feed.forget(key)

@@ -352,6 +352,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             marker = metafunc.definition.get_closest_marker("backends")
             backends = marker.args if marker else metafunc.module.BACKENDS
             metafunc.parametrize(name, backends, indirect=True, scope="module")
+    # A test that takes `cloud_backend` (the app's or an answerer's store, tests/cloud and tests/answers) runs
+    # on SQLite, or on each store its module's BACKENDS (or its `backends` marker) name.
+    if "cloud_backend" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("backends")
+        backends = marker.args if marker else getattr(metafunc.module, "BACKENDS", ("sqlite",))
+        metafunc.parametrize("cloud_backend", backends, indirect=True)
+
+
+@pytest.fixture
+def cloud_backend(request: pytest.FixtureRequest) -> str | None:
+    """None for the SQLite file, else the URL of a fresh PostgreSQL database."""
+    return request.getfixturevalue("pg_url") if request.param == "postgres" else None
 
 
 @pytest.fixture(scope="module")

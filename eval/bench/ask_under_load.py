@@ -33,7 +33,8 @@ def ask_questions(facts: Sequence[PlantedFact], n: int) -> list[PlantedFact]:
 def ask_latency(log: Any, search: Any, digester: Any, meeting_id: str, tenant: str,
                 questions: Sequence[PlantedFact], rounds: int, meeting: PlantedMeeting) -> dict[str, Any]:
     """`Answerer.ask` latency idle and while another thread rebuilds every digest in a loop."""
-    from meetmem.cloud.answer import Answerer, question_kind
+    from meetmem.answers.answer_types import question_kind
+    from meetmem.answers.pipeline import Answerer
     from meetmem.summarizers.digest import MeetingDigester
     from meetmem.summarizers.extractive import ExtractiveSummarizer
 

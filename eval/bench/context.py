@@ -108,7 +108,7 @@ def shown_evidence(compiled: Any, *, above: bool = False) -> list[Any]:
     """The retrieved segments the prompt shows, in rank order (the ones dropped for the budget left out),
     as the `Evidence` a later round's history carries; with `above`, also those left out of the evidence
     because the session's history already shows them (they are in the prompt all the same)."""
-    from meetmem.cloud.compiler import Evidence
+    from meetmem.answers.compiler import Evidence
 
     prompt = compiled.prompt
     by_id = {h.segment.segment_id: h.segment for h in compiled.hits}
@@ -135,9 +135,9 @@ def _share(count: int, total: int) -> float | None:
 def ask_session(log: Any, search: Any, digester: Any, meeting_id: str, tenant: str, meeting: Any,
                 fact_ids: Sequence[str], options: Any) -> dict[str, Any]:
     """One session over the planted questions in meeting order: tokens, reuse, compaction, recall, timing."""
-    from meetmem.cloud.answer import Answerer
-    from meetmem.cloud.compiler import Evidence, Turn, compile_prompt, prefix_reuse
-    from meetmem.cloud.prompting import PromptSources, hit_reason
+    from meetmem.answers.compiler import Evidence, Turn, compile_prompt, prefix_reuse
+    from meetmem.answers.pipeline import Answerer
+    from meetmem.answers.prompting import PromptSources, hit_reason
 
     digest_sw = Stopwatch()
     sources = PromptSources(search, digest_sw.wrap(digester.stored), stamp=digester.stamp)
@@ -225,7 +225,7 @@ def ask_session(log: Any, search: Any, digester: Any, meeting_id: str, tenant: s
     kinds = Counter(f.kind for f in facts)
     by_part: Counter[str] = Counter()
     if last is not None:
-        from meetmem.cloud.compiler import LAYER_NAMES
+        from meetmem.answers.compiler import LAYER_NAMES
 
         for block in last.blocks:
             by_part["history" if block.name.startswith("turn") else LAYER_NAMES[block.layer]] += block.tokens
@@ -254,8 +254,8 @@ def ask_session(log: Any, search: Any, digester: Any, meeting_id: str, tenant: s
 
 
 def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, options: Any) -> dict[str, Any]:
-    from meetmem.cloud.compiler import segment_line
-    from meetmem.cloud.tokens import count_tokens
+    from meetmem.answers.compiler import segment_line
+    from meetmem.answers.tokens import count_tokens
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.log import TranscriptLog
     from meetmem.store.records import segment_id_for
@@ -309,13 +309,14 @@ def run_hours(ctx: Any, hours: float, seed: int, routes: Any, path: Path, option
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from meetmem.cloud.compiler import CompilerOptions
+    from meetmem.answers.compiler import CompilerOptions
     from meetmem.store.index.embedder_routes import embedder_routes
 
     wall0 = time.perf_counter()
     info = machine_info()
-    head, modified = checkout(["cloud/compiler.py", "cloud/prompting.py", "cloud/answer.py", "cloud/tokens.py",
-                               "summarizers", "store", "eval/bench/context.py", "eval/bench/planted_meeting.py"])
+    head, modified = checkout(["answers/compiler.py", "answers/prompting.py", "answers/extractive.py",
+                               "answers/tokens.py", "summarizers", "store", "eval/bench/context.py",
+                               "eval/bench/planted_meeting.py"])
     s = ctx.settings
     routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads)
     if routes is not None:

@@ -4,7 +4,7 @@
 
 One meeting in a fresh PostgreSQL database: the bundled sample meeting said `--repeat` times over (its words,
 speakers and numbers; seq and times shifted). Two search back ends answer the sample's verbatim questions
-through the service's answerer (`cloud.answer.Answerer`, in process, no HTTP), each in two fresh instances on
+through the service's answerer (`answers.pipeline.Answerer`, in process, no HTTP), each in two fresh instances on
 the same database, as two API processes would hold them:
 
 * `recompute`: `TranscriptSearch` over the PostgreSQL log (the service before): every instance embeds every
@@ -61,7 +61,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _instance(make_search: Any, model: Any, url: str, questions: list[str], rounds: int) -> dict[str, Any]:
-    from meetmem.cloud.answer import Answerer
+    from meetmem.answers.pipeline import Answerer
     from meetmem.store.index.embedder_routes import EmbedderRoutes
     from meetmem.store.pg.log import PgTranscriptLog
 

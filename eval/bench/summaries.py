@@ -308,7 +308,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
 
     wall0 = time.perf_counter()
     info = machine_info()
-    head, modified = checkout(["summarizers", "store", "cloud/answer.py", "eval/bench/summaries.py",
+    head, modified = checkout(["summarizers", "store", "answers", "eval/bench/summaries.py",
                                "eval/bench/planted_meeting.py"])
     s = ctx.settings
     routes = embedder_routes(s.embedder, s.embedder_zh, threads=s.threads)

@@ -91,7 +91,7 @@ def run(data_dir: Path, questions_path: Path, *, embedder: str = "minilm",
                 ctx.search.meeting_index(meeting_id, tenant=series)
                 ctx.digester.update(meeting_id, tenant=series)
         ingest_s = time.perf_counter() - t_ingest
-        from meetmem.cloud.answer import Answerer
+        from meetmem.answers.pipeline import Answerer
 
         baseline = Answerer(ctx.search, digests=ctx.digester.digest, route_questions=False)
         t_ask = time.perf_counter()

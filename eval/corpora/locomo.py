@@ -243,6 +243,12 @@ def _figures(rows: Sequence[tuple[LocomoQuestion, int]], ranked: Sequence[Sequen
         pairs = [evidence_recall(q.evidence, r, k) for (q, _n), r in zip(rows, ranked, strict=True)]
         out[f"recall@{k}"] = round(sum(p[0] for p in pairs) / len(pairs), 4) if pairs else None
         out[f"any@{k}"] = round(sum(p[1] for p in pairs) / len(pairs), 4) if pairs else None
+    # Of every result returned (at most the largest k): how many, and the share that is evidence.
+    counts = [len(r) for r in ranked]
+    shares = [sum(1 for x in r if x in set(q.evidence)) / len(r) if r else 0.0
+              for (q, _n), r in zip(rows, ranked, strict=True)]
+    out["results"] = round(sum(counts) / len(counts), 2) if counts else None
+    out["precision"] = round(sum(shares) / len(shares), 4) if shares else None
     return out
 
 
@@ -287,7 +293,7 @@ def evaluate_locomo(data: Path, *, embedder: Embedder | EmbedderRoutes | None, c
     Returns:
         The figures; see the module docstring.
     """
-    from meetmem.cloud.answer import Answerer
+    from meetmem.answers.pipeline import Answerer
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.log import TranscriptLog
 

@@ -177,6 +177,9 @@ class MethodScores:
     pk: list[float] = field(default_factory=list)
     hitk: list[float] = field(default_factory=list)
     rr: list[float] = field(default_factory=list)
+    #: Of every result returned (not only the first k): how many, and the share inside annotated spans.
+    count: list[float] = field(default_factory=list)
+    precision: list[float] = field(default_factory=list)
     domains: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -187,6 +190,9 @@ class MethodScores:
         self.pk.append(sum(rel) / k)
         self.hitk.append(1.0 if any(rel) else 0.0)
         self.rr.append(next((1.0 / r for r, ok in enumerate(rel, start=1) if ok), 0.0))
+        every = [t is not None and query.relevant(t) for t in turns]
+        self.count.append(float(len(every)))
+        self.precision.append(sum(every) / len(every) if every else 0.0)
         self.domains.append(query.domain)
 
     def summary(self, k: int, domains: Iterable[str]) -> dict[str, Any]:
@@ -198,6 +204,8 @@ class MethodScores:
                 f"p@{k}": rounded_mean([self.pk[i] for i in idx]),
                 f"hit@{k}": rounded_mean([self.hitk[i] for i in idx]),
                 f"mrr@{k}": rounded_mean([self.rr[i] for i in idx]),
+                "results": rounded_mean([self.count[i] for i in idx]),
+                "precision": rounded_mean([self.precision[i] for i in idx]),
             }
 
         out = block(lambda d: True)
@@ -255,7 +263,7 @@ def evaluate_qmsum(data: Path, *, embedder: Embedder | EmbedderRoutes | None, sp
     Returns:
         The `bench qmsum` figures without `default_configuration` and `code` (the CLI adds those).
     """
-    from meetmem.cloud.answer import Answerer
+    from meetmem.answers.pipeline import Answerer
     from meetmem.store.index.embedder_routes import EmbedderRoutes
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.index.search_types import SearchOptions

@@ -118,7 +118,7 @@ class ZhScores:
 
 
 def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from meetmem.cloud.answer import Answerer
+    from meetmem.answers.pipeline import Answerer
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.interchange import read_jsonl
     from meetmem.store.log import TranscriptLog

@@ -134,7 +134,8 @@ def options_public(options: SearchOptions) -> dict[str, Any]:
 
 def default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, Any]:
     """What the benchmark ran as "the default": the embedder, the search options, the answerer's settings."""
-    from meetmem.cloud.answer import MAX_CITATIONS, Answerer
+    from meetmem.answers.pipeline import Answerer
+    from meetmem.answers.records import MAX_CITATIONS
     from meetmem.store.index.search_types import SearchOptions
     from meetmem.store.index.tokenize import MeetingTokenizer
 
@@ -156,7 +157,7 @@ def default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, 
 #: Modules whose code decides the figures; their digests go into the report, since they change often.
 _FINGERPRINTED = ("store.index.search", "store.index.search_types", "store.index.embedder_routes",
                   "store.index.tokenize", "store.index.bm25", "store.index.dense", "store.index.embedders",
-                  "cloud.answer")
+                  "answers.pipeline", "answers.extractive", "answers.plan")
 
 
 def code_fingerprint() -> dict[str, str]:

@@ -8,8 +8,8 @@ front of a language model without a memory.
 
 Each is a pure function of the stored segments (or the search) and the question, so the evaluation runs
 them side by side with meetmem on the same data in the same process. The transcript is rendered one segment
-a line the way the context compiler renders a segment (`cloud.compiler.segment_line`), and tokens are counted
-with the compiler's own estimate (`cloud.tokens.count_tokens`), so the token figures compare like with like.
+a line the way the context compiler renders a segment (`answers.compiler.segment_line`), and tokens are counted
+with the compiler's own estimate (`answers.tokens.count_tokens`), so the token figures compare like with like.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ LONG_WINDOW = 128_000
 
 def rendered(segment: Any) -> str:
     """A segment as a prompt shows it: `[#handle MM:SS speaker] text`."""
-    from meetmem.cloud.compiler import segment_line
+    from meetmem.answers.compiler import segment_line
 
     return segment_line(segment, segment.chain_pos)
 
 
 def segment_tokens(segments: Sequence[Any]) -> list[int]:
     """Tokens of each segment as rendered, one line each (the newline counted with the line)."""
-    from meetmem.cloud.tokens import count_tokens
+    from meetmem.answers.tokens import count_tokens
 
     return [count_tokens(rendered(s) + "\n") for s in segments]
 
@@ -89,7 +89,7 @@ class RollingSummary:
 
 def final_rolling_summary(segments: Sequence[Any]) -> RollingSummary:
     """The extractive rolling summary at the end of the meeting (see `bench_summaries.rolling_summary`)."""
-    from meetmem.cloud.tokens import count_tokens
+    from meetmem.answers.tokens import count_tokens
 
     lines, steps = rolling_summary(segments)
     text = "\n".join(line.text for line in lines)
@@ -98,6 +98,6 @@ def final_rolling_summary(segments: Sequence[Any]) -> RollingSummary:
 
 def retrieved_prompt_tokens(hits: Sequence[Any], question: str) -> int:
     """Tokens of a prompt made of the question and the retrieved segments, one a line."""
-    from meetmem.cloud.tokens import count_tokens
+    from meetmem.answers.tokens import count_tokens
 
     return count_tokens(question) + sum(count_tokens(rendered(h.segment) + "\n") for h in hits)

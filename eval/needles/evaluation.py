@@ -110,10 +110,10 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
     Returns:
         The figures; see the module docstring for the keys.
     """
-    from meetmem.cloud.answer import Answerer
-    from meetmem.cloud.compiler import CompilerOptions, Turn, prefix_reuse
-    from meetmem.cloud.prompting import PromptSources
-    from meetmem.cloud.tokens import count_tokens
+    from meetmem.answers.compiler import CompilerOptions, Turn, prefix_reuse
+    from meetmem.answers.pipeline import Answerer
+    from meetmem.answers.prompting import PromptSources
+    from meetmem.answers.tokens import count_tokens
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.log import DEFAULT_TENANT, TranscriptLog
     from meetmem.summarizers.digest import MeetingDigester

@@ -77,7 +77,7 @@ def as_edge_labels(meeting: NeedleMeeting) -> tuple[NeedleMeeting, dict[str, str
 
 
 def evaluate(meeting: NeedleMeeting, *, db_path: Path, routes: Any, k: int = 5) -> dict[str, Any]:
-    from meetmem.cloud.answer import Answerer
+    from meetmem.answers.pipeline import Answerer
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.log import TranscriptLog
     from meetmem.store.speaker_map import SpeakerMap

@@ -10,8 +10,7 @@ from meetmem.settings import Settings
 from .progress import note
 
 if TYPE_CHECKING:
-    from meetmem.cloud.answer import Answerer
-    from meetmem.cloud.llm_answer import LLMAnswerer
+    from meetmem.answers.pipeline import Answerer
     from meetmem.store.index.embedder_routes import EmbedderRoutes
     from meetmem.store.index.search import TranscriptSearch
     from meetmem.store.log import TranscriptLog
@@ -26,7 +25,7 @@ class CommandContext:
     quiet: bool = False
     _log: TranscriptLog | None = field(default=None, init=False)
     _search: TranscriptSearch | None = field(default=None, init=False)
-    _answerer: Answerer | LLMAnswerer | None = field(default=None, init=False)
+    _answerer: Answerer | None = field(default=None, init=False)
     _digester: MeetingDigester | None = field(default=None, init=False)
 
     @property
@@ -59,10 +58,10 @@ class CommandContext:
         return embedder_routes(settings.embedder, settings.embedder_zh, threads=settings.threads, on_load=announce)
 
     @property
-    def answerer(self) -> Answerer | LLMAnswerer:
+    def answerer(self) -> Answerer:
         """The answerer the settings choose (`MEETMEM_ANSWERER`): extractive, or a language model's."""
         if self._answerer is None:
-            from meetmem.cloud.llm_answer import check_settings, make_answerer
+            from meetmem.answers.model import check_settings, make_answerer
 
             check_settings(self.settings)  # before loading any model: a missing setting is named at once
             self._answerer = make_answerer(self.settings, self.search, self.digester.digest,

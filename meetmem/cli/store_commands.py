@@ -83,7 +83,7 @@ def cmd_search(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.store.index.search_types import SearchFilters
 
     if args.all:
-        from meetmem.cloud.across import CrossMeetings
+        from meetmem.answers.across import CrossMeetings
 
         query = _across_positionals(args, "query", "query")
         found = CrossMeetings(ctx.search).find(query, tenant=ctx.tenant, k=args.k)
@@ -136,14 +136,10 @@ def _read_questions(path: str) -> list[str]:
 
 def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.all:
-        from meetmem.cloud.across import CrossMeetings
-        from meetmem.cloud.answer import Answerer
+        from meetmem.answers.across import CrossMeetings
 
         question = _across_positionals(args, "question", "question")
-        answerer = ctx.answerer
-        if not isinstance(answerer, Answerer):
-            answerer = getattr(answerer, "fallback", None) or Answerer(ctx.search, digests=ctx.digester.digest)
-        out = CrossMeetings(ctx.search, answerer).ask(question, tenant=ctx.tenant, explain=args.explain)
+        out = CrossMeetings(ctx.search, ctx.answerer).ask(question, tenant=ctx.tenant).public(explain=args.explain)
         if args.json:
             emit_json(out)
         else:
@@ -159,16 +155,13 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     ctx.log.require_meeting(args.meeting_id, tenant=ctx.tenant)
     questions = [args.question] if args.question is not None else _read_questions(args.questions)
     answerer = ctx.answerer
-    from meetmem.cloud.llm_answer import AskSession, LLMAnswerer
+    from meetmem.answers.sessions import AskSession
 
     # The questions of one run are one conversation: with a model, each prompt shows the earlier rounds.
-    session = AskSession() if isinstance(answerer, LLMAnswerer) else None
+    session = AskSession()
     progress = StderrProgress("answering", enabled=not ctx.quiet and len(questions) > 1)
     for done, question in enumerate(questions, start=1):
-        if session is not None:
-            answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, session=session)
-        else:
-            answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, device_id=args.device)
+        answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, device_id=args.device, session=session)
         if args.json:
             emit_json(answer.public(explain=args.explain))
         else:
@@ -177,9 +170,11 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
                 who = f"{c.speaker}: " if c.speaker else ""
                 print(f"   [{format_time(c.start)}-{format_time(c.end)}] {who}{c.text}")
             if args.explain:
-                route = answer.public(explain=True).get("route")
-                if route:
-                    print(f"   route: {route['name']} ({route['reason']})")
+                plan = answer.public(explain=True).get("plan")
+                if plan:
+                    print(f"   route: {plan['route']} ({plan['why']})")
+                    if plan["params"]:
+                        print("   params: " + ", ".join(f"{k}={v}" for k, v in plan["params"].items()))
                 for block in answer.manifest:
                     print(f"   · {block.block}: {block.tokens} tokens ({block.reason})")
         progress(done, len(questions))
@@ -311,7 +306,8 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--all", action="store_true",
                    help="ask across all the tenant's meetings: meetmem ask --all QUESTION (citations name meeting_id)")
     p.add_argument("--questions", metavar="FILE.jsonl", default=None, help='one {"question": ...} per line')
-    p.add_argument("--explain", action="store_true", help="add the manifest of the context the answer used")
+    p.add_argument("--explain", action="store_true", help="add the plan (route, parameters, why) and the manifest of "
+                   "the context the answer used")
     p.add_argument("--device", default=None, metavar="DEVICE_ID",
                    help='the asking device: "what was said since I joined?" starts at its first segment')
     p.set_defaults(func=cmd_ask)

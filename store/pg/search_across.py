@@ -1,4 +1,4 @@
-"""Search across all of a tenant's meetings on PostgreSQL: the candidates `cloud/across.py` ranks.
+"""Search across all of a tenant's meetings on PostgreSQL: the candidates `answers/across.py` ranks.
 
 The per-meeting search (store/pg/search.py) ranks one meeting's rows; these queries run over every meeting of
 a tenant (or a given few) at once, on the same `segment_search` rows: the nearest vectors (pgvector, HNSW

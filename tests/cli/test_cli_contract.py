@@ -159,6 +159,8 @@ def test_ask_explain_adds_the_manifest(meetmem_cli, launch_db: Path, listing: li
     manifest = answer.pop("manifest")
     route = answer.pop("route")  # an added field: which route the question took, and why
     assert route["name"] == "topic" and "casing" in route["reason"]
+    plan = answer.pop("plan")  # the third wave's: the route, its parameters, why
+    assert plan == {"route": "topic", "params": {"topic": "casing", "focus": ["decision"]}, "why": route["reason"]}
     _check_answer(answer, question, listing)
     assert answer["kind"] == "overview"
     assert manifest

@@ -1,8 +1,9 @@
 """Fixtures for the cloud service: the app on a real SQLite file under a TestClient. (`meetmem serve` as a
 real uvicorn server on a loopback port is the `server` fixture of tests/conftest.py, shared with the edge.)
 
-A test module that sets `BACKENDS = ("sqlite", "postgres")` runs each of its tests on both stores: the app
-then keeps its log, tokens and digests in a fresh PostgreSQL database (`MEETMEM_DATABASE_URL`).
+A test module that sets `BACKENDS = ("sqlite", "postgres")` runs each of its tests on both stores
+(`cloud_backend`, tests/conftest.py): the app then keeps its log, tokens and digests in a fresh PostgreSQL
+database (`MEETMEM_DATABASE_URL`).
 """
 
 from __future__ import annotations
@@ -35,20 +36,6 @@ class Api:
 
     def headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}"}
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "cloud_backend" in metafunc.fixturenames:
-        # A test may name its own: `@pytest.mark.backends("postgres")`.
-        marker = metafunc.definition.get_closest_marker("backends")
-        backends = marker.args if marker else getattr(metafunc.module, "BACKENDS", ("sqlite",))
-        metafunc.parametrize("cloud_backend", backends, indirect=True)
-
-
-@pytest.fixture
-def cloud_backend(request: pytest.FixtureRequest) -> str | None:
-    """None for the SQLite file, else the URL of a fresh PostgreSQL database."""
-    return request.getfixturevalue("pg_url") if request.param == "postgres" else None
 
 
 @pytest.fixture

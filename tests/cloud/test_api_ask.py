@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from meetmem.cloud.answer import Answerer
+from meetmem.answers.pipeline import Answerer
 from meetmem.store.index.search import TranscriptSearch
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput

@@ -70,7 +70,7 @@ def test_http_ask_with_a_model_and_a_session(make_api: Callable[..., Api], sampl
     stored = {s["segment_id"]: s["text"] for s in api.client.get(f"/v1/meetings/{MEETING}/segments",
                                                                  headers=headers).json()}
     for got in answers:
-        assert set(got) == {"question", "kind", "answer", "citations", "manifest"}
+        assert set(got) == {"question", "kind", "answer", "citations", "manifest", "route", "plan"}
         assert got["answer"].startswith("They said") and "#" not in got["answer"]
         assert got["citations"] and all(stored[c["segment_id"]] == c["text"] for c in got["citations"])
         assert got["manifest"][0] == {"block": "instructions", "tokens": got["manifest"][0]["tokens"],

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from meetmem.cloud.speaker_names import suggest
+from meetmem.answers.speaker_names import suggest
 from meetmem.store.records import Segment
 
 Api = Any

@@ -94,8 +94,11 @@ def test_bm25_recall_is_what_the_wording_allows(bm25_result: dict[str, Any], loc
     assert bm25["answerable"]["recall@5"] == pytest.approx(3.5 / 4)
     assert bm25["answerable"]["any@5"] == 1.0
     assert bm25["by_category"]["1 multi-hop"]["recall@10"] == 0.5
-    assert bm25["by_category"]["4 single-hop"] == {"n": 2, "recall@5": 1.0, "any@5": 1.0, "recall@10": 1.0,
-                                                   "any@10": 1.0}
+    single = bm25["by_category"]["4 single-hop"]
+    assert {k: v for k, v in single.items() if k not in ("results", "precision")} == {
+        "n": 2, "recall@5": 1.0, "any@5": 1.0, "recall@10": 1.0, "any@10": 1.0}
+    # Of all it returned, BM25 found the one evidence turn of each among its results.
+    assert single["precision"] == pytest.approx(1.0 / single["results"])
     assert bm25["by_category"]["5 unanswerable"]["n"] == 1  # apart, not in the answerable figures
     questions = bm25_result["questions"]
     assert questions["total"] == 6 and questions["scored"] == 5

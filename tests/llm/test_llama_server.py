@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from meetmem.cloud.tokens import count_tokens
+from meetmem.answers.tokens import count_tokens
 from meetmem.summarizers.errors import ChatError
 from meetmem.summarizers.llm.chat import OpenAIChat, PromptTooLong
 from meetmem.summarizers.llm.llama_server import LlamaServer

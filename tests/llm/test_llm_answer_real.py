@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from meetmem.cloud.answer import Answerer
-from meetmem.cloud.compiler import CompilerOptions
-from meetmem.cloud.llm_answer import LLMAnswerer
-from meetmem.cloud.prompting import PromptSources
-from meetmem.cloud.tokens import count_tokens
+from meetmem.answers.compiler import CompilerOptions
+from meetmem.answers.model import LLMAnswerer
+from meetmem.answers.pipeline import Answerer
+from meetmem.answers.prompting import PromptSources
+from meetmem.answers.tokens import count_tokens
 from meetmem.store.index.search import TranscriptSearch
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from meetmem.cloud.speakers import build_directory, introductions
+from meetmem.answers.speakers import build_directory, introductions
 from meetmem.store.records import Segment
 
 
@@ -27,6 +27,10 @@ def _seg(i: int, speaker: str, text: str, meeting: str = "m") -> Segment:
     ("I'm sure that we can do it", []),
     ("I'm going to present the marketing report", []),
     ("I'm not sure about the designer", []),
+    ("As the marketing expert, I looked at what users want.", ["marketing expert"]),
+    ("so speaking as project manager, my view is we wait", ["project manager"]),
+    ("as a result I think we wait", []),
+    ("as the designer said, it is too heavy", []),
 ])
 def test_introductions(text: str, said: list[str]) -> None:
     assert [name for _, name, _ in introductions([_seg(0, "A", text)])] == said
@@ -46,6 +50,14 @@ def test_mentions_resolve_to_labels() -> None:
     assert directory.resolve("interface designer")[0] == "C"
     assert directory.resolve("speaker C")[0] == "C"
     assert directory.resolve("the accountant") is None
+
+
+def test_a_role_stated_in_passing_resolves_the_ui_designer() -> None:
+    segments = [_seg(0, "A", "Okay, let's start."), _seg(1, "C", "As the user interface designer, I looked at the "
+                                                                 "buttons."), _seg(2, "B", "Sounds good.")]
+    directory = build_directory(segments)
+    assert directory.resolve("user interface designer")[0] == "C"
+    assert directory.resolve("UI")[0] == "C"
 
 
 def test_participants_and_earlier_meetings_name_speakers() -> None:

@@ -113,13 +113,25 @@ class PromptSources:
         return hits, retrieved, recent
 
     def compile(self, meeting_id: str, question: str, *, tenant: str = DEFAULT_TENANT,
-                history: Sequence[Turn] = (), options: CompilerOptions | None = None) -> Compiled:
-        """Compile the prompt for a question from the log, the digest and the session's earlier rounds."""
+                history: Sequence[Turn] = (), options: CompilerOptions | None = None,
+                retrieved: Sequence[Evidence] | None = None, note: str | None = None) -> Compiled:
+        """Compile the prompt for a question from the log, the digest and the session's earlier rounds.
+
+        Args:
+            retrieved: the evidence a routed question's plan found (a stretch of the meeting, a speaker's
+                turns), in place of the search's hits for the question; a live meeting's recent minutes are
+                then left out (the route chose what to show).
+            note: how the question was read, shown after it (volatile: it goes last).
+        """
         meeting, live = self.meeting(meeting_id, tenant=tenant)
-        hits, retrieved, recent = self.evidence(meeting_id, question, tenant=tenant, live=live)
-        prompt, steps = compile_prompt(meeting, question, retrieved=retrieved, recent=recent, history=history,
+        if retrieved is None:
+            hits, found, recent = self.evidence(meeting_id, question, tenant=tenant, live=live)
+        else:
+            hits, found, recent = [], list(retrieved), []
+        asked = f"{question}\n({note})" if note else question
+        prompt, steps = compile_prompt(meeting, asked, retrieved=found, recent=recent, history=history,
                                        options=options)
-        return Compiled(prompt, tuple(hits), tuple(steps), (*retrieved, *recent))
+        return Compiled(prompt, tuple(hits), tuple(steps), (*found, *recent))
 
     def expand(self, meeting_id: str, start: float, end: float, *, tenant: str = DEFAULT_TENANT,
                max_tokens: int = 800) -> tuple[str, list[str]]:

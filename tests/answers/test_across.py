@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from meetmem.cloud.across import period
+from meetmem.answers.across import period
 
 TODAY = dt.date(2027, 3, 10)  # a Wednesday
 

@@ -1,12 +1,14 @@
 """Answers written by a language model over a compiled context, and kept only when their citations hold.
 
 The model gets a prompt compiled from the log (`prompting.PromptSources`): the ledger, the summaries, the
-session's earlier rounds and the segments retrieved for the question, each transcript line with a handle
-(`[#12]`). It may ask to read more with `expand(start, end)` (an OpenAI tool call, or the call written on
-a line of plain text), served verbatim from the log. Its answer must cite the handles it rests on, and
-each cited handle must be a line the prompt (or an expand) showed, of this meeting; any words it puts in
-quotes must be in the lines it cites. An answer that fails any of that is not shown: the extractive
-answer is, with a note saying why. So the words a user reads as quoted are always the transcript's.
+session's earlier rounds and the segments retrieved for the question (for a routed question, the route's
+own evidence: the stretch of a time question, a speaker's turns, the reasons around a choice, with how the
+question was read), each transcript line with a handle (`[#12]`). It may ask to read more with
+`expand(start, end)` (an OpenAI tool call, or the call written on a line of plain text), served verbatim
+from the log. Its answer must cite the handles it rests on, and each cited handle must be a line the
+prompt (or an expand) showed, of this meeting; any words it puts in quotes must be in the lines it cites.
+An answer that fails any of that is not shown: the route's extractive draft is, with a note saying why.
+So the words a user reads as quoted are always the transcript's.
 
 Failures (the API down, invalid answers) count towards a circuit breaker: after a few in a row the model is
 left alone for a while and questions are answered extractively at once instead of after a timeout.
@@ -21,25 +23,27 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from meetmem.store.log import DEFAULT_TENANT
 from meetmem.store.records import Segment
+from meetmem.store.timecode import format_time
 from meetmem.summarizers.errors import ChatError, SummarizerError
 from meetmem.summarizers.llm.chat import ChatModel, ChatReply, PromptTooLong
 
-from .answer import MAX_CITATIONS, Answer, Answerer, Citation, ManifestBlock, format_time, question_kind
 from .compiler import CompiledPrompt, CompilerOptions, Evidence, Turn, shrink_options
+from .pipeline import Answerer
 from .prompting import Compiled, PromptSources
+from .records import Written
 from .sessions import AskSession
-from .speaker_names import with_speaker_names
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
     from meetmem.settings import Settings
     from meetmem.store.index.search import TranscriptSearch
 
-__all__ = ["AskSession", "CircuitBreaker", "LLMAnswerer", "make_answerer", "options_for_budget"]
+    from .plan import Plan
+
+__all__ = ["AskSession", "CircuitBreaker", "LLMAnswerer", "ModelWriter", "make_answerer", "options_for_budget"]
 
 log = logging.getLogger(__name__)
 
@@ -117,13 +121,13 @@ class _Verdict:
     detail: str = ""
 
 
-class LLMAnswerer:
-    """Answers with a chat model over the compiled context; the extractive `fallback` whenever it cannot.
+class ModelWriter:
+    """Writes answers with a chat model over the compiled context; the route's extractive draft whenever it
+    cannot (a rejected answer, a failure, an open breaker), with a note saying why.
 
     Args:
         sources: compiles each question's prompt from the log and serves `expand`.
         chat: the model (`OpenAIChat`, `OpenAIToolChat`, `AnthropicChat`, ...).
-        fallback: the extractive answerer, for rejected answers, failures and an open breaker.
         options: the prompt's budget and shares (`calibration` is kept by this class).
         max_expands: how many `expand` calls one question may make.
         breaker_threshold: failures in a row after which the model is left alone for `cooldown` seconds.
@@ -135,7 +139,6 @@ class LLMAnswerer:
         self,
         sources: PromptSources,
         chat: ChatModel,
-        fallback: Answerer,
         options: CompilerOptions | None = None,
         *,
         max_expands: int = 2,
@@ -146,7 +149,6 @@ class LLMAnswerer:
         self.sources = sources
         self.log = sources.log
         self.chat = chat
-        self.fallback = fallback
         self.options = options or CompilerOptions()
         self.max_expands = max(0, max_expands)
         self.breaker = CircuitBreaker(breaker_threshold, cooldown, clock)
@@ -176,59 +178,67 @@ class LLMAnswerer:
             self._reported += reply.prompt_tokens
             self._estimated += prompt.tokens / options.calibration
 
-    # -- asking -----------------------------------------------------------------------------------------
-    def ask(self, meeting_id: str, question: str, *, tenant: str = DEFAULT_TENANT,
-            session: AskSession | None = None) -> Answer:
-        """Answer one question; with a `session`, its earlier rounds are the prompt's history and this round
-        is added to it. Citations are verbatim stored segments, most relevant (first cited) first."""
-        question = question.strip()
-        self.log.require_meeting(meeting_id, tenant=tenant)
+    # -- writing --------------------------------------------------------------------------------------
+    def write(self, meeting_id: str, question: str, plan: Plan, draft: Written, *, tenant: str,
+              session: AskSession | None = None) -> Written:
+        """The model's answer over the plan's evidence; with a `session`, its earlier rounds are the prompt's
+        history and this round is added to it. Citations are verbatim stored segments, first cited first."""
         if session is None:
-            return self._ask(meeting_id, question, tenant, None)
+            return self._write(meeting_id, question, plan, draft, tenant, None)
         with session.lock:
-            return self._ask(meeting_id, question, tenant, session)
+            return self._write(meeting_id, question, plan, draft, tenant, session)
 
-    def _ask(self, meeting_id: str, question: str, tenant: str, session: AskSession | None) -> Answer:
+    def _write(self, meeting_id: str, question: str, plan: Plan, draft: Written, tenant: str,
+               session: AskSession | None) -> Written:
         if not self.breaker.allows():
             note = NOTE_PAUSED.format(n=self.breaker.failures)
-            answer = self._fallback(meeting_id, question, tenant, note, "circuit breaker open")
+            written = _fallback(draft, note, "circuit breaker open")
             if session is not None:
-                session.add(Turn(question, answer.answer))
-            return answer
+                session.add(Turn(question, written.text))
+            return written
         history = session.turns if session is not None else ()
         try:
-            exchange = self._exchange(meeting_id, question, tenant, history)
+            exchange = self._exchange(meeting_id, question, tenant, history, _route_evidence(plan, draft))
         except ChatError as exc:
             self.breaker.record(False)
             log.warning("the language model could not answer a question about %r: %s", meeting_id, exc)
-            answer = self._fallback(meeting_id, question, tenant, NOTE_FAILED, f"failed: {type(exc).__name__}")
+            written = _fallback(draft, NOTE_FAILED, f"failed: {type(exc).__name__}")
             if session is not None:
-                session.add(Turn(question, answer.answer))
-            return answer
+                session.add(Turn(question, written.text))
+            return written
         verdict = self._verify(meeting_id, tenant, exchange)
         self.breaker.record(verdict.note is None)
         shown = self._shown_evidence(exchange.compiled)
         if verdict.note is not None:
             log.warning("rejected the model's answer about %r: %s", meeting_id, verdict.detail)
-            answer = self._fallback(meeting_id, question, tenant, verdict.note, f"rejected: {verdict.detail}")
+            written = _fallback(draft, verdict.note, f"rejected: {verdict.detail}")
             if session is not None:
-                session.add(Turn(question, answer.answer, shown))
-            return answer
+                session.add(Turn(question, written.text, shown))
+            return written
         if session is not None:
             session.add(Turn(question, exchange.reply.text.strip(), shown))
-        return self._answer(question, exchange, verdict)
+        return self._written(plan, exchange, verdict)
 
-    def _exchange(self, meeting_id: str, question: str, tenant: str, history: Sequence[Turn]) -> _Exchange:
-        """Compile, ask, and serve the model's expand calls; one compacted retry if the prompt is too long."""
+    def _exchange(self, meeting_id: str, question: str, tenant: str, history: Sequence[Turn],
+                  evidence: _RouteEvidence | None) -> _Exchange:
+        """Compile, ask, and serve the model's expand calls; one compacted retry if the prompt is too long.
+        `evidence`: a routed plan's own evidence, in place of the search's hits for the question."""
         options = replace(self.options, calibration=self.calibration)
-        compiled = self.sources.compile(meeting_id, question, tenant=tenant, history=history, options=options)
+
+        def compile_with(options: CompilerOptions) -> Compiled:
+            if evidence is None:
+                return self.sources.compile(meeting_id, question, tenant=tenant, history=history, options=options)
+            return self.sources.compile(meeting_id, question, tenant=tenant, history=history, options=options,
+                                        retrieved=evidence.retrieved, note=evidence.note)
+
+        compiled = compile_with(options)
         compacted = False
         try:
             reply = self._complete(compiled.prompt, compiled.prompt.messages())
         except PromptTooLong as exc:
             log.info("prompt too long for the model (limit %s): compiling a smaller one", exc.limit)
             options = shrink_options(options, exc.limit)
-            compiled = self.sources.compile(meeting_id, question, tenant=tenant, history=history, options=options)
+            compiled = compile_with(options)
             compacted = True
             reply = self._complete(compiled.prompt, compiled.prompt.messages())
         self._calibrate(compiled.prompt, options, reply)
@@ -334,33 +344,47 @@ class LLMAnswerer:
                 out.append(e)
         return tuple(out)
 
-    # -- the answer -------------------------------------------------------------------------------------
-    def _answer(self, question: str, exchange: _Exchange, verdict: _Verdict) -> Answer:
-        segments = list(dict.fromkeys(verdict.citations))[:MAX_CITATIONS]
-        citations = tuple(Citation(s.segment_id, s.start, s.end, s.speaker, s.text) for s in segments)
+    # -- the answer -----------------------------------------------------------------------------------
+    def _written(self, plan: Plan, exchange: _Exchange, verdict: _Verdict) -> Written:
+        segments = list(dict.fromkeys(verdict.citations))
         times = {handle: format_time(s.start) for handle, s in verdict.handles.items()}
         text = _HANDLE_GROUP_RE.sub(
             lambda m: "[" + ", ".join(times.get(int(h), "?") for h in _HANDLE_RE.findall(m.group(1))) + "]",
             exchange.reply.text.strip())
-        manifest: list[ManifestBlock] = []
+        blocks: list[tuple[str, int, str]] = []
         if exchange.compacted:
-            manifest.append(ManifestBlock("prompt", 0, f"compacted after prompt too long: budget "
-                                                       f"{exchange.options.budget}"))
-        manifest.extend(ManifestBlock(b.name, b.tokens, b.reason) for b in exchange.compiled.prompt.blocks)
+            blocks.append(("prompt", 0, f"compacted after prompt too long: budget {exchange.options.budget}"))
+        blocks.extend((b.name, b.tokens, b.reason) for b in exchange.compiled.prompt.blocks)
         for start, end, expanded in exchange.expanded:
             for s in expanded:
-                manifest.append(ManifestBlock(f"segment #{s.chain_pos} [{format_time(s.start)}]",
-                                              count_tokens(s.text), f"expand({start:.1f}, {end:.1f})"))
-        answer = Answer(question, question_kind(question), text, citations, tuple(manifest))
-        if not segments:
-            return answer
-        return with_speaker_names(answer, self.log, segments[0].meeting_id, segments[0].tenant)
+                blocks.append((f"segment #{s.chain_pos} [{format_time(s.start)}]", count_tokens(s.text),
+                               f"expand({start:.1f}, {end:.1f})"))
+        reasons = {s.segment_id: "cited by the model's answer" for s in segments}
+        return Written(plan.kind, text, tuple(segments), reasons, tuple(blocks), prompt=True)
 
-    def _fallback(self, meeting_id: str, question: str, tenant: str, note: str, why: str) -> Answer:
-        """The extractive answer, with the note saying why it is not the model's."""
-        answer = self.fallback.ask(meeting_id, question, tenant=tenant)
-        return replace(answer, answer=f"{answer.answer}\n{note}",
-                       manifest=(*answer.manifest, ManifestBlock("language model", 0, why)))
+
+@dataclass(frozen=True, slots=True)
+class _RouteEvidence:
+    retrieved: tuple[Evidence, ...]
+    note: str
+
+
+def _route_evidence(plan: Plan, draft: Written) -> _RouteEvidence | None:
+    """A routed plan's evidence for the prompt (the stretch of a time question, a speaker's turns, the
+    reasons around a choice, the matching ledger items' segments), with the plan's reason as a note; None
+    for a verbatim or overview question, whose prompt retrieves for the question itself."""
+    if plan.route in ("verbatim", "overview"):
+        return None
+    segments = draft.evidence or draft.cited
+    if not segments:
+        return None
+    retrieved = tuple(Evidence(s, draft.reasons.get(s.segment_id, f"route {plan.route}")) for s in segments)
+    return _RouteEvidence(retrieved, f"How this question was read: {plan.reason}.")
+
+
+def _fallback(draft: Written, note: str, why: str) -> Written:
+    """The route's extractive draft, with the note saying why it is not the model's."""
+    return replace(draft, text=f"{draft.text}\n{note}", blocks=(*draft.blocks, ("language model", 0, why)))
 
 
 # -- reading the model's reply ------------------------------------------------------------------------------
@@ -462,9 +486,45 @@ def make_chat(settings: Settings) -> ChatModel:
                       timeout=settings.llm_timeout, max_tokens=512, system_role=settings.llm_system_role)
 
 
+class LLMAnswerer(Answerer):
+    """An `Answerer` whose writer is a chat model (`ModelWriter`); the same flow, the same `ask`.
+
+    Args:
+        sources: compiles each question's prompt from the log and serves `expand`.
+        chat: the model.
+        fallback: the extractive answerer whose search, digests and routes this one shares.
+        options, **kwargs: the `ModelWriter`'s.
+    """
+
+    def __init__(self, sources: PromptSources, chat: ChatModel, fallback: Answerer,
+                 options: CompilerOptions | None = None, **kwargs: Any) -> None:
+        super().__init__(fallback.search, digests=fallback.digests, route_questions=fallback.route_questions,
+                         writer=ModelWriter(sources, chat, options, **kwargs))
+        self.verbatim = fallback.verbatim
+        self.routes = fallback.routes
+        self.model = cast(ModelWriter, self.writer)
+        self.sources = sources
+
+    @property
+    def breaker(self) -> CircuitBreaker:
+        return self.model.breaker
+
+    @property
+    def calibration(self) -> float:
+        return self.model.calibration
+
+    @property
+    def chat(self) -> ChatModel:
+        return self.model.chat
+
+    @chat.setter
+    def chat(self, chat: ChatModel) -> None:
+        self.model.chat = chat
+
+
 def make_answerer(settings: Settings, search: TranscriptSearch, digests: Callable[..., Any], *,
-                  stamp: Callable[..., Any] | None = None) -> Answerer | LLMAnswerer:
-    """The answerer the settings choose: extractive, or the model's with the extractive one as fallback.
+                  stamp: Callable[..., Any] | None = None) -> Answerer:
+    """The answerer the settings choose: extractive, or with a model as its writer.
     `stamp(meeting_id, tenant=...)` identifies the stored digest, so prompts reuse it until it changes."""
     check_settings(settings)
     extractive = Answerer(search, digests=digests)

@@ -8,7 +8,7 @@ the segments the items were read from, verbatim.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from meetmem.store.records import LedgerItem, MeetingDigest, Segment, SummaryLine
 from meetmem.store.timecode import format_time
@@ -51,6 +51,9 @@ def overview_answer(
     question: str,
     digest: MeetingDigest | None,
     segments: Callable[[list[str]], Mapping[str, Segment]],
+    *,
+    focus: Sequence[str] | None = None,
+    owner: str | None = None,
 ) -> tuple[str, list[Segment], list[tuple[str, int, str]]] | None:
     """The overview answer's text, cited segments and manifest blocks, or None when the digest cannot
     answer (nothing made yet, or nothing of the kind asked for), so the caller falls back to retrieval.
@@ -59,17 +62,19 @@ def overview_answer(
         question: the question, already classified as an overview question.
         digest: the meeting's stored digest.
         segments: looks up stored segments by id (the citations' verbatim text).
+        focus: the ledger kinds asked about (`overview_focus`, read from the question when not given).
+        owner: the person a todo question is about (`asked_owner`, read from the question when not given).
     """
     if digest is None:
         return None
-    focus = overview_focus(question)
+    focus = list(overview_focus(question) if focus is None else focus)
     current = [item for item in digest.ledger if item.status == "current"]
     replaced = {item.superseded_by: item for item in digest.ledger if item.superseded_by}
     blocks: list[tuple[str, int, str]] = []
     parts: list[str] = []
     cited: list[str] = []
     if focus:
-        owner = asked_owner(question)
+        owner = asked_owner(question) if owner is None else owner
         for kind in focus:
             items = [i for i in current if i.kind == kind]
             if kind == "todo" and owner is not None:

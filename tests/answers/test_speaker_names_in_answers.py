@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from meetmem.cloud.speaker_names import named_quotes
+from meetmem.answers.speaker_names import named_quotes
 
 #: `server` runs on a SQLite file and on a PostgreSQL database.
 BACKENDS = ("sqlite", "postgres")

@@ -80,9 +80,11 @@ _PENDING_RE = re.compile(r"\b(?:pending|outstanding|open|to-?dos?|action items?|
 _OPEN_Q_RE = re.compile(r"\b(?:open questions?|unresolved|undecided|still open|unclear)\b|待定|悬而未决", re.I)
 _ABOUT_RE = re.compile(r"\b(?:about|on|regarding|concerning|for|re|with respect to|in terms of|as for|of)\s+(.+)"
                        r"|关于(.+)|(.+?)(?:的|方面)(?:决定|任务|问题)", re.I)
-_SPEECH_RE = re.compile(r"\b(?:what|anything)\s+(?:did|does|has|had|do|was|is)\s+(.+?)\s+"
+_SPEECH_RE = re.compile(r"\b(?:what|anything|which)(?:\s+(?!did\b|does\b|has\b|had\b|do\b)[\w-]+){0,2}?"
+                        r"\s+(?:did|does|has|had|do|was|is)\s+(.+?)\s+"
                         r"(?:say|said|says|saying|mention\w*|think|thought|propos\w*|suggest\w*|recommend\w*|"
-                        r"present\w*|report\w*|argu\w*|want\w*|tell us|talk\w* about|bring up|raise|contribute)\b"
+                        r"present\w*|report\w*|argu\w*|want\w*|tell us|talk\w* about|bring up|raise|contribute|"
+                        r"put forward|put forth|offer\w*|pitch\w*|come up with|bring|show\w*|object\w* to)\b"
                         r"|\bwhat\s+(?:was|were|is)\s+(.+?)(?:'s|s')\s+(?:view|opinion|take|point|position|"
                         r"proposal|suggestion|idea|input|presentation|update|report)\b"
                         r"|\bwhat\s+(.+?)\s+(?:said|says|thought|thinks|proposed|suggested|wanted)\b"
@@ -189,8 +191,16 @@ def _clock_position(match: re.Match[str], first: int, clock: MeetingClock) -> tu
     return None
 
 
+def _time_patterns() -> tuple[re.Pattern[str], ...]:
+    return (_LAST_RE, _ZH_LAST_RE, _FIRST_RE, _ZH_FIRST_RE, _BETWEEN_MIN_RE, _SINCE_RE, _MINUTE_N_RE, _ZH_MINUTE_RE,
+            _AROUND_CLOCK_RE, _AGO_RE, _BARE_HOUR_RE, _START_RE, _END_RE)
+
+
 def time_range(question: str, clock: MeetingClock) -> tuple[float, float, str] | None:
-    """The stretch of the meeting a question names, clipped to the meeting, and how it was read."""
+    """The stretch of the meeting a question names, clipped to the meeting, and how it was read (the clock
+    is read only when the question names a time)."""
+    if not any(pattern.search(question) for pattern in _TIME_PATTERNS):
+        return None
     end = clock.end
     q = question
 
@@ -270,6 +280,7 @@ def time_range(question: str, clock: MeetingClock) -> tuple[float, float, str] |
     return None
 
 
+_TIME_PATTERNS = _time_patterns()
 _TIME_WORDS = frozenset(
     "miss missed happen happened happening last past previous first opening minute minutes min mins hour hours "
     "second seconds around near since joined join came arrived ago start beginning end discuss discussed talk "

@@ -6,7 +6,8 @@ known by:
 - the label itself ("speaker C", "Priya");
 - the participants given on ingest, written "C: Priya" or "Priya (project manager)";
 - what its speaker said of themself: "I'm Priya", "my name is Priya", "I'm the project manager",
-  "I am the Marketing Expert", "my role is the industrial designer", "我是产品经理", "我叫李娜".
+  "I am the Marketing Expert", "my role is the industrial designer", "as the marketing expert, I ...",
+  "我是产品经理", "我叫李娜".
 Introductions are read from the meeting itself, and from the tenant's other meetings that list the same
 participants (a series of meetings of one team introduces itself once).
 """
@@ -29,15 +30,17 @@ _INTRO_ROLE_RE = re.compile(
     rf"{_FILL}{_ROLE}"
     rf"|\bmy\s+(?:\w+\s+)?role\s+(?:in [\w\s]+?\s+)?(?:is|will be)\s+{_FILL}(?:(?:the|a|an|as)\s+)?{_FILL}{_ROLE}"
     rf"|\bi(?:'ll| will)\s+be\s+(?:your|the|our)\s+{_ROLE}"
+    # A role stated in passing: "as the marketing expert, I looked at ...", "speaking as project manager, we ..."
+    rf"|\b(?:speaking\s+)?as\s+(?:the\s+|your\s+|a\s+|an\s+|our\s+)?{_FILL}{_ROLE}\s*,?\s+(?:i|i'm|i'll|i've|i'd|my|me)\b"
     r"|(?:我是|我担任|我负责)([\u4e00-\u9fff]{0,4}(?:经理|设计师|专家|工程师|主管|负责人|总监|产品|市场|销售))",
     re.I,
 )
-_INTRO_NAME_RE = re.compile(
+INTRO_NAME_RE = re.compile(
     r"\b(?i:my name is|my name's|i'm called|call me)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
     r"|\b(?:I'm|I am|i'm|This is|this is)\s+([A-Z][a-z]+)(?=\s+(?:and|here|from|speaking)\b|\s*[,.!]|\s*$)"
     r"|(?:我叫|我是)([\u4e00-\u9fff]{2,3})(?=[，,。.！!]|$)",
 )
-_NOT_INTRO_NAMES = frozenset("""Sure Sorry Fine Good Okay Not Just Going Here Back Done Ready Afraid Glad Happy Also
+NOT_INTRO_NAMES = frozenset("""Sure Sorry Fine Good Okay Not Just Going Here Back Done Ready Afraid Glad Happy Also
 Still Really Actually Pretty Quite Totally Right""".split())
 _PARTICIPANT_LABEL_RE = re.compile(r"^\s*([^:()]+?)\s*:\s*(.+?)\s*$")
 _PARTICIPANT_ROLE_RE = re.compile(r"^\s*(.+?)\s*\((.+?)\)\s*$")
@@ -111,10 +114,10 @@ def introductions(segments: Iterable[Segment]) -> list[tuple[str, str, Segment]]
     for segment in segments:
         if not segment.speaker:
             continue
-        for pattern in (_INTRO_NAME_RE, _INTRO_ROLE_RE):
+        for pattern in (INTRO_NAME_RE, _INTRO_ROLE_RE):
             for m in pattern.finditer(segment.text):
                 said = next((g for g in m.groups() if g), None)
-                if not said or said in _NOT_INTRO_NAMES:
+                if not said or said in NOT_INTRO_NAMES:
                     continue
                 said = re.sub(r"^(?:(?:um|uh|er|like|the|our|your|a|an)\s+)+", "", said.strip(), flags=re.I)
                 found.append((segment.speaker, said, segment))

@@ -21,7 +21,7 @@ from typing import Any
 from meetmem.store.records import Segment
 from meetmem.store.speaker_map import SpeakerName
 
-from .speakers import _INTRO_NAME_RE, _NOT_INTRO_NAMES, SpeakerDirectory
+from .speakers import INTRO_NAME_RE, NOT_INTRO_NAMES, SpeakerDirectory
 
 ADDRESS_GAP = 5.0
 INTRO_WEIGHT = 3
@@ -35,7 +35,7 @@ _ADDRESS_START_RE = re.compile(rf"^\s*(?:(?:So|OK|Okay|And|Now|Well|Right)\s*,?\
 # wearer or an imported transcript) is the transcript's own, and "Dana, what do you think?" before Bob
 # speaks does not make Bob Dana. A user can still name any label.
 ANONYMOUS_LABEL_RE = re.compile(r"^(?:S\d+|wearer|spk_?\d+|speaker[ _-]?\d+|unknown|guest[ _-]?\d*)$", re.I)
-_NOT_NAMES = _NOT_INTRO_NAMES | frozenset("""Yes No Yeah Thanks Thank Well So Okay Hi Hello Hey Everyone All Guys
+_NOT_NAMES = NOT_INTRO_NAMES | frozenset("""Yes No Yeah Thanks Thank Well So Okay Hi Hello Hey Everyone All Guys
 Team Folks Please Great Cool Now Then Again Too Sir Madam Today Tomorrow Monday Tuesday Wednesday Thursday Friday
 Saturday Sunday""".split())
 
@@ -73,9 +73,9 @@ def suggest(segments: Sequence[Segment]) -> dict[str, Suggestion]:
     for segment in ordered:
         if not segment.speaker:
             continue
-        for m in _INTRO_NAME_RE.finditer(segment.text):
+        for m in INTRO_NAME_RE.finditer(segment.text):
             said = next((g for g in m.groups() if g), None)
-            if said and said not in _NOT_INTRO_NAMES and said.split()[0] not in _NOT_NAMES:
+            if said and said not in NOT_INTRO_NAMES and said.split()[0] not in _NOT_NAMES:
                 add(segment.speaker, said, INTRO_WEIGHT, [_cite(segment, "introduced themself")])
     for before, after in zip(ordered, ordered[1:], strict=False):
         if not before.speaker or not after.speaker or before.speaker == after.speaker:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from meetmem.cloud.answer import question_kind
-from meetmem.cloud.overview import overview_answer, overview_focus
+from meetmem.answers.answer_types import question_kind
+from meetmem.answers.overview import overview_answer, overview_focus
 from meetmem.store.records import LedgerItem, MeetingDigest, Segment, Source, SummaryLine
 
 

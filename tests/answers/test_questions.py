@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from meetmem.cloud.question_routes import MeetingClock, classify, time_range
+from meetmem.answers.questions import MeetingClock, classify, time_range
 
 # A closed 36-minute meeting that started at 14:00 in Madrid.
 CLOCK = MeetingClock(end=2160.0, started_at=dt.datetime(2027, 3, 1, 14, 0, tzinfo=dt.timezone(dt.timedelta(hours=1))))

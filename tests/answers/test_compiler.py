@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from meetmem.cloud.compiler import (
+from meetmem.answers.compiler import (
     CompilerOptions,
     Evidence,
     MeetingContext,
@@ -14,7 +14,7 @@ from meetmem.cloud.compiler import (
     prefix_reuse,
     shrink_options,
 )
-from meetmem.cloud.tokens import count_tokens
+from meetmem.answers.tokens import count_tokens
 from meetmem.store.records import LedgerItem, Section, SectionSummary, Segment, Source, SummaryLine
 
 TEXTS = [

@@ -20,19 +20,20 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from meetmem.store.index.search_types import Hit
 from meetmem.store.log import DEFAULT_TENANT
 from meetmem.store.timecode import format_time
 
+from .records import MAX_CITATIONS, Answer, Citation
 from .speaker_names import cited_names
 
 if TYPE_CHECKING:
     from meetmem.store.index.search import TranscriptSearch
 
-    from .answer import Answerer
+    from .pipeline import Answerer
 
 #: Each meeting offers this many candidates (at least `k`) to the cross-meeting ranking.
 PER_MEETING = 10
@@ -185,54 +186,42 @@ class CrossMeetings:
         out.sort(key=lambda c: (-c.score, c.meeting_id, c.hit.segment.start))
         return out[:k]
 
-    def ask(self, question: str, *, tenant: str = DEFAULT_TENANT, explain: bool = False) -> dict[str, Any]:
-        """One answer from the meeting that holds the best match, other meetings' best hits after it.
-
-        Returns:
-            the CONTRACT's answer shape, every citation with its `meeting_id`, plus `meeting_id` (the
-            meeting answered from, null when nothing matched).
-        """
+    def ask(self, question: str, *, tenant: str = DEFAULT_TENANT) -> Answer:
+        """One answer from the meeting that holds the best match, other meetings' best hits after it; its
+        JSON (`Answer.public`) is the CONTRACT's answer shape, every citation with its `meeting_id`, plus
+        `meeting_id` (the meeting answered from, null when nothing matched)."""
         assert self.answerer is not None
         ids, narrowed = self.meetings(tenant, question)
-        hits = self.find(question, tenant=tenant, k=10, meeting_ids=ids)
+        hits = self.find(question, tenant=tenant, k=MAX_CITATIONS, meeting_ids=ids)
         if not hits:
-            out: dict[str, Any] = {"question": question, "kind": "verbatim", "meeting_id": None,
-                                   "answer": "Nothing in this tenant's meetings matches the question.",
-                                   "citations": []}
-            if explain:
-                out["manifest"] = []
-                out["route"] = {"name": "across", "reason": narrowed or f"searched {len(ids)} meetings"}
-            return out
+            return Answer(question, "verbatim", "Nothing in this tenant's meetings matches the question.", (),
+                          route="across", route_reason=narrowed or f"searched {len(ids)} meetings", across=True)
         best = hits[0].meeting_id
         answer = self.answerer.ask(best, question, tenant=tenant)
         meta = self.log.meta(best, tenant=tenant)
         label = meta.title or best
         if meta.started_at:
             label += f", {meta.started_at[:16].replace('T', ' ')}"
-        citations = [{**c.public(), "meeting_id": best} for c in answer.citations]
-        seen = {c["segment_id"] for c in citations}
+        citations = [replace(c, meeting_id=best) for c in answer.citations]
+        seen = {c.segment_id for c in citations}
         for other in hits:
-            if len(citations) >= 10:
+            if len(citations) >= MAX_CITATIONS:
                 break
-            if other.hit.segment.segment_id not in seen:
-                seg = other.hit.segment
+            seg = other.hit.segment
+            if seg.segment_id not in seen:
                 named = cited_names(self.log, other.meeting_id, tenant, [seg.speaker] if seg.speaker else [])
-                citations.append({"segment_id": seg.segment_id, "start": seg.start, "end": seg.end,
-                                  "speaker": seg.speaker, "speaker_name": named.get(seg.speaker or ""),
-                                  "text": seg.text, "meeting_id": other.meeting_id})
+                citations.append(Citation.of(seg, named.get(seg.speaker or ""), meeting=True))
                 seen.add(seg.segment_id)
         also = sorted({h.meeting_id for h in hits if h.meeting_id != best})
         text = f"In meeting {label}:\n{answer.answer}"
         if also:
             text += "\n(Also mentioned in: " + ", ".join(also) + ".)"
-        out = {"question": question, "kind": answer.kind, "meeting_id": best, "answer": text,
-               "citations": citations[:10]}
-        if explain:
-            public = answer.public(explain=True)
-            there = public.get("route")
-            reason = (f"searched {len(ids)} meetings" + (f" ({narrowed})" if narrowed else "")
-                      + f"; the best match is in {best} at {format_time(hits[0].hit.segment.start)}"
-                      + (f"; there: {there['name']} ({there['reason']})" if there else ""))
-            out["manifest"] = public["manifest"]
-            out["route"] = {"name": "across", "reason": reason}
-        return out
+        reason = (f"searched {len(ids)} meetings" + (f" ({narrowed})" if narrowed else "")
+                  + f"; the best match is in {best} at {format_time(hits[0].hit.segment.start)}"
+                  + f"; there: {answer.route} ({answer.route_reason})")
+        params = {"meetings_searched": len(ids), "answered_from": best, "there": {"route": answer.route,
+                                                                                 **answer.params}}
+        if narrowed:
+            params["period"] = narrowed
+        return Answer(question, answer.kind, text, tuple(citations), answer.manifest, route="across",
+                      route_reason=reason, params=params, meeting_id=best, across=True)

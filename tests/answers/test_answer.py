@@ -11,20 +11,17 @@ from typing import Any
 
 import pytest
 
-from meetmem.cloud.answer import (
-    MAX_CITATIONS,
-    Answerer,
-    expected_answer_types,
-    format_time,
-    question_kind,
-    sentences,
-)
-from meetmem.cloud.tokens import count_tokens
+from meetmem.answers.answer_types import expected_answer_types, question_kind
+from meetmem.answers.pipeline import Answerer
+from meetmem.answers.records import MAX_CITATIONS
+from meetmem.answers.tokens import count_tokens
 from meetmem.store.backends import open_log, open_search
 from meetmem.store.errors import MeetingNotFound
 from meetmem.store.index.search_types import SearchFilters
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
+from meetmem.store.timecode import format_time
+from meetmem.summarizers.extractive import sentences
 
 #: The tests on a log run on each store (`cloud_backend`); the pure functions' tests once.
 BACKENDS = ("sqlite", "postgres")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from meetmem.cloud.speaker_names import ANONYMOUS_LABEL_RE, suggest
+from meetmem.answers.speaker_names import ANONYMOUS_LABEL_RE, suggest
 from meetmem.store.records import Segment
 
 

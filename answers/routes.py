@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from meetmem.store.index.search_types import Hit, SearchFilters
@@ -26,13 +25,17 @@ from meetmem.store.speaker_map import read_current
 from meetmem.store.timecode import format_time
 from meetmem.summarizers.extractive import sentences, trim_fillers
 
-from .question_routes import MeetingClock, RouteRequest, classify
+from .answer_types import AnswerKind
+from .questions import MeetingClock
+from .records import Written
 from .speaker_names import apply_names, names_by_label
 from .speakers import SpeakerDirectory, build_directory
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
-    from .answer import Answer, Answerer
+    from meetmem.store.index.search import TranscriptSearch
+
+    from .plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +49,14 @@ _REASON_RE = re.compile(r"\b(?:because|'cause|cause|since|so that|in order to|th
                         r"drawback|problem|won't|can't|cannot|doesn't|wouldn't|not (?:a )?(?:good|great) idea|"
                         r"research|survey|trends?|users? (?:want|like|find)|people (?:want|like|find))\b"
                         r"|因为|由于|所以|为了|原因|这样", re.I)
-_COMMIT_RE = re.compile(r"\b(?:decid\w*|agree\w*|go(?:ing)? (?:for|with)|we'll|we will|we should|let's|we're gonna|"
+COMMIT_RE = re.compile(r"\b(?:decid\w*|agree\w*|go(?:ing)? (?:for|with)|we'll|we will|we should|let's|we're gonna|"
                         r"we are going to|settle\w*|final\w*|definitely|choose|chose|stick with|not going|"
                         r"will (?:be|have|use|send|do|make|work)|gonna (?:be|have|use|do|make|work)|"
                         r"(?:is|are) going to|owns?|responsible|take care of|in charge|no need|don't need|"
                         r"we said|we'd do|we've got|we want|it'll be|gonna have|would say)\b"
                         r"|决定|定为|就用|负责|我来|会在", re.I)
 _BACKCHANNEL_WORDS = 4
-_ASKING_RE = re.compile(r"\?\s*$|^\W*(?:(?:so|and|but|um|uh|okay)\W+)*(?:what|which|who|how|why|is|are|does|do|did|"
+ASKING_RE = re.compile(r"\?\s*$|^\W*(?:(?:so|and|but|um|uh|okay)\W+)*(?:what|which|who|how|why|is|are|does|do|did|"
                         r"can|could|should|would|shall)\b|吗[？?]?$|[？?]$", re.I)
 _TENTATIVE_RE = re.compile(r"\b(?:if (?:we|you|they)|maybe|might|perhaps|i dunno|not sure|i wonder)\b|如果|也许|可能",
                            re.I)
@@ -63,26 +66,23 @@ def _cite_key(segment: Segment) -> float:
     return segment.start
 
 
-class RoutedAnswers:
-    """The time, topic, speaker and why routes over one `Answerer`'s search and digests."""
+class RouteRetrieval:
+    """The time, topic, speaker, why and decision routes over the search, the log and the stored digests.
 
-    def __init__(self, answerer: Answerer) -> None:
-        self.answerer = answerer
-        self.search = answerer.search
-        self.log = answerer.search.log
+    Args:
+        search: the meeting search (and through it, the log).
+        digests: the meeting's stored digest, `digests(meeting_id, tenant=...)`; never waits for one.
+    """
 
-    # -- entry ------------------------------------------------------------------------------------------
-    def answer(self, meeting_id: str, question: str, *, tenant: str, device_id: str | None = None) -> Answer | None:
-        """The routed answer, or None when the question is verbatim (or its route finds nothing)."""
-        clock = self.clock(meeting_id, tenant=tenant, device_id=device_id)
-        request = classify(question, clock)
-        if request is None:
-            return None
+    def __init__(self, search: TranscriptSearch, digests: Callable[..., MeetingDigest | None] | None = None) -> None:
+        self.search = search
+        self.log = search.log
+        self.digests = digests
+
+    def find(self, meeting_id: str, question: str, plan: Plan, *, tenant: str) -> Written:
+        """The draft answer of a routed plan, in the transcript's and the ledger's own words."""
         handler = {"time": self._time, "topic": self._topic, "speaker": self._speaker, "why": self._why}
-        made = handler[request.route](meeting_id, tenant, question, request)
-        if made is None:
-            log.debug("route %s found nothing for %r", request.route, question)
-        return made
+        return handler[plan.route](meeting_id, tenant, question, plan)
 
     def clock(self, meeting_id: str, *, tenant: str, device_id: str | None = None) -> MeetingClock:
         """The meeting's clock: its end so far, its wall-clock start, and where the asking device joined."""
@@ -96,6 +96,7 @@ class RoutedAnswers:
                             joined_at=joined)
 
     def directory(self, meeting_id: str, *, tenant: str) -> SpeakerDirectory:
+        """Who is who: the labels, with the participants' names, introductions, stated roles and the map's names."""
         segments = self.log.segments(meeting_id, tenant=tenant)
         meta = self.log.meta(meeting_id, tenant=tenant)
         related: list[Segment] = []
@@ -108,8 +109,9 @@ class RoutedAnswers:
         return directory
 
     # -- helpers ----------------------------------------------------------------------------------------
-    def _hits(self, meeting_id: str, tenant: str, query: str, *, k: int = 10,
+    def hits(self, meeting_id: str, tenant: str, query: str, *, k: int = 10,
               filters: SearchFilters | None = None) -> list[Hit]:
+        """The hits for a route's query (the topic words, acronyms also spelled as said), best first."""
         if not query.strip():
             return []
         mode = "hybrid" if self.search.routes is not None else "bm25"
@@ -117,24 +119,12 @@ class RoutedAnswers:
                                   filters=filters)
 
     def _digest(self, meeting_id: str, tenant: str) -> MeetingDigest | None:
-        if self.answerer.digests is None:
-            return None
-        return self.answerer.digests(meeting_id, tenant=tenant)
+        return None if self.digests is None else self.digests(meeting_id, tenant=tenant)
 
-    def _made(self, question: str, kind: str, text: str, cited: Sequence[Segment], request: RouteRequest,
-              reasons: dict[str, str], blocks: Sequence[tuple[str, int, str]] = ()) -> Answer:
-        from .answer import MAX_CITATIONS, Answer, Citation, ManifestBlock
-
-        ordered = list({s.segment_id: s for s in cited}.values())[:MAX_CITATIONS]
-        citations = tuple(Citation(s.segment_id, s.start, s.end, s.speaker, s.text) for s in ordered)
-        manifest = (
-            (ManifestBlock(f"route: {request.route}", 0, request.reason),
-             ManifestBlock("question", count_tokens(question), "question"))
-            + tuple(ManifestBlock(name, tokens, reason) for name, tokens, reason in blocks)
-            + tuple(ManifestBlock(f"segment {s.segment_id} [{format_time(s.start)}]", count_tokens(s.text),
-                                  reasons.get(s.segment_id, "cited")) for s in ordered)
-        )
-        return Answer(question, kind, text, citations, manifest, route=request.route, route_reason=request.reason)
+    @staticmethod
+    def _written(kind: AnswerKind, text: str, cited: Sequence[Segment], reasons: dict[str, str],
+                 blocks: Sequence[tuple[str, int, str]] = (), evidence: Sequence[Segment] = ()) -> Written:
+        return Written(kind, text, tuple(cited), reasons, tuple(blocks), evidence=tuple(evidence))
 
     @staticmethod
     def _quote(segment: Segment, text: str | None = None) -> str:
@@ -142,14 +132,14 @@ class RoutedAnswers:
         return f'"{trim_fillers(text or segment.text)}" ({who}{format_time(segment.start)})'
 
     # -- time -------------------------------------------------------------------------------------------
-    def _time(self, meeting_id: str, tenant: str, question: str, request: RouteRequest) -> Answer | None:
-        assert request.start is not None and request.end is not None
-        a, b = request.start, request.end
+    def _time(self, meeting_id: str, tenant: str, question: str, plan: Plan) -> Written:
+        assert plan.start is not None and plan.end is not None
+        a, b = plan.start, plan.end
         segments = self.log.segments(meeting_id, tenant=tenant, start=a, end=b)
         inside = [s for s in segments if a <= s.start <= b]
         if not inside:
-            return self._made(question, "overview", f"Nothing was said between {format_time(a)} and "
-                              f"{format_time(b)}.", [], request, {})
+            return self._written("overview", f"Nothing was said between {format_time(a)} and {format_time(b)}.",
+                                 [], {})
         by_id = {s.segment_id: s for s in inside}
         digest = self._digest(meeting_id, tenant)
         lines: list[tuple[float, str, Segment, str]] = []
@@ -167,9 +157,9 @@ class RoutedAnswers:
                     first = next((by_id[i] for i in line.source.segment_ids if i in by_id), None)
                     if first is not None:
                         lines.append((first.start, line.text, first, "L1 summary line in range"))
-        if request.topic:
+        if plan.topic:
             # "what did we say about the price in the last 10 minutes?": the range's turns on the topic.
-            for hit in self._hits(meeting_id, tenant, request.topic, k=3, filters=SearchFilters(start=a, end=b)):
+            for hit in self.hits(meeting_id, tenant, plan.topic, k=3, filters=SearchFilters(start=a, end=b)):
                 if hit.segment.segment_id in by_id:
                     lines.append((hit.segment.start, trim_fillers(hit.segment.text), hit.segment,
                                   "on the question's topic, in range"))
@@ -187,34 +177,41 @@ class RoutedAnswers:
         head = f"Between {format_time(a)} and {format_time(b)}:"
         text = head + "\n" + "\n".join(f"- {t} ({_who(s)}{format_time(s.start)})" for _, t, s, _ in kept)
         reasons = {s.segment_id: why for _, _, s, why in kept}
-        block = (f"range {format_time(a)}-{format_time(b)}", count_tokens(text), request.reason)
-        return self._made(question, "overview", text, [s for _, _, s, _ in kept], request, reasons, [block])
+        block = (f"range {format_time(a)}-{format_time(b)}", count_tokens(text), plan.reason)
+        return self._written("overview", text, [s for _, _, s, _ in kept], reasons, [block], evidence=inside)
 
     # -- topic ------------------------------------------------------------------------------------------
-    def _topic(self, meeting_id: str, tenant: str, question: str, request: RouteRequest) -> Answer | None:
-        from .overview import asked_owner
-
-        if "todo" in request.focus and asked_owner(question) is not None:
-            return None  # "what does Dana owe?" is about a person: the overview path filters by owner
+    def ledger_matches(self, meeting_id: str, tenant: str, topic: str, focus: Sequence[str],
+                       hits: Sequence[Hit], *, every: bool = False) -> list[LedgerItem]:
+        """The current ledger items of the kinds in `focus` about the topic, best first: scored by the topic's
+        words in the item and by how high retrieval ranks the segments the item cites (`every`: all the
+        current items of those kinds, in ledger order)."""
         digest = self._digest(meeting_id, tenant)
-        hits = self._hits(meeting_id, tenant, request.topic, k=30)
+        if digest is None:
+            return []
         rank = {h.segment.segment_id: (len(hits) - i) / len(hits) for i, h in enumerate(hits)}
-        terms = set(self.search.tokenizer.tokens(request.topic))
+        terms = set(self.search.tokenizer.tokens(topic))
         scored: list[tuple[float, LedgerItem]] = []
-        if digest is not None:
-            for item in digest.ledger:
-                if item.status != "current" or item.kind not in request.focus:
-                    continue
-                item_terms = set(self.search.tokenizer.tokens(item.text))
-                lexical = len(terms & item_terms) / (len(terms) or 1)
-                retrieval = max((rank.get(sid, 0.0) for sid in item.source.segment_ids), default=0.0)
-                score = lexical + 0.6 * retrieval
-                if lexical > 0 or retrieval >= 0.8:
-                    scored.append((score, item))
+        for item in digest.ledger:
+            if item.status != "current" or item.kind not in focus:
+                continue
+            if every:
+                scored.append((0.0, item))
+                continue
+            item_terms = set(self.search.tokenizer.tokens(item.text))
+            lexical = len(terms & item_terms) / (len(terms) or 1)
+            retrieval = max((rank.get(sid, 0.0) for sid in item.source.segment_ids), default=0.0)
+            if lexical > 0 or retrieval >= 0.8:
+                scored.append((lexical + 0.6 * retrieval, item))
         scored.sort(key=lambda pair: -pair[0])
+        return [item for _, item in scored]
+
+    def _topic(self, meeting_id: str, tenant: str, question: str, plan: Plan) -> Written:
+        hits = self.hits(meeting_id, tenant, plan.topic, k=30)
         titles = {"decision": "Decisions", "todo": "To do", "open_question": "Open questions"}
-        if scored:
-            items = [item for _, item in scored[:5]]
+        matched = self.ledger_matches(meeting_id, tenant, plan.topic, plan.focus, hits)
+        if matched:
+            items = matched[:5]
             cited_ids = [item.source.segment_ids[0] for item in items if item.source.segment_ids]
             found = self.log.get(cited_ids)
             cited = [found[sid] for sid in cited_ids if sid in found]
@@ -223,26 +220,26 @@ class RoutedAnswers:
                 label = titles.get(item.kind, item.kind)
                 lines.append(f"- {label[:-1] if label.endswith('s') else label}: {item.text} "
                              f"({format_time(item.source.start)})")
-            text = f'About "{request.topic}":\n' + "\n".join(lines)
+            text = f'About "{plan.topic}":\n' + "\n".join(lines)
             reasons = {s.segment_id: "cited by a ledger item about the topic" for s in cited}
             # The transcript's own best turns on the topic follow, so the decision's context is one click away.
             cited += [h.segment for h in hits[:3]]
             for h in hits[:3]:
                 reasons.setdefault(h.segment.segment_id, "retrieved for the topic")
-            block = (f"ledger: {', '.join(request.focus)} about the topic ({len(items)})", count_tokens(text),
+            block = (f"ledger: {', '.join(plan.focus)} about the topic ({len(items)})", count_tokens(text),
                      "retrieval over the items and their cited segments")
-            return self._made(question, "overview", text, cited, request, reasons, [block])
+            return self._written("overview", text, cited, reasons, [block])
         if not hits:
-            return None
+            return nothing_matches("overview")
         # Nothing in the ledger: the transcript's turns on the topic that commit to something; a decision
         # is usually restated as it is settled, so later turns weigh a little more.
         _, end = self.log.meeting_stats(meeting_id, tenant=tenant)
 
         def fallback_score(position: int, hit: Hit) -> float:
             s = hit.segment
-            score = ((len(hits) - position) / len(hits) + (0.8 if _COMMIT_RE.search(s.text) else 0.0)
+            score = ((len(hits) - position) / len(hits) + (0.8 if COMMIT_RE.search(s.text) else 0.0)
                      + 0.5 * (s.start / end if end else 0.0) + min(_words(s.text), 15) / 15)
-            if all(_ASKING_RE.search(part) for part in sentences(s.text)):
+            if all(ASKING_RE.search(part) for part in sentences(s.text)):
                 score -= 0.8  # a question raised is not a decision taken
             if _TENTATIVE_RE.search(s.text):
                 score -= 0.4
@@ -250,36 +247,28 @@ class RoutedAnswers:
 
         ranked = sorted(enumerate(hits[:20]), key=lambda pair: -fallback_score(*pair))
         chosen = [h for _, h in ranked if _words(h.segment.text) >= 5][:3] or hits[:3]
-        committing = [h for h in chosen if _COMMIT_RE.search(h.segment.text)]
-        kind = " / ".join(titles.get(f, f).lower() for f in request.focus)
-        text = (f'The ledger holds no {kind} about "{request.topic}". What was said:\n'
+        committing = [h for h in chosen if COMMIT_RE.search(h.segment.text)]
+        kind = " / ".join(titles.get(f, f).lower() for f in plan.focus)
+        text = (f'The ledger holds no {kind} about "{plan.topic}". What was said:\n'
                 + "\n".join(f"- {self._quote(h.segment)}" for h in chosen))
         reasons = {h.segment.segment_id: ("retrieved for the topic; states a decision or commitment"
                                           if h in committing else "retrieved for the topic") for h in chosen}
-        return self._made(question, "overview", text, [h.segment for h in chosen], request, reasons)
+        return self._written("overview", text, [h.segment for h in chosen], reasons)
 
     # -- speaker ----------------------------------------------------------------------------------------
-    def _resolve_speaker(self, meeting_id: str, tenant: str, mention: str | None) -> tuple[str, str] | None:
-        if not mention:
-            return None
-        return self.directory(meeting_id, tenant=tenant).resolve(mention)
-
     def _shown(self, meeting_id: str, tenant: str, label: str) -> str:
         """A label as the answer shows it: with its name in the meeting's speaker map ("Priya (S2)")."""
         names = names_by_label(self.log.segments(meeting_id, tenant=tenant),
                                read_current(self.log, meeting_id, tenant=tenant))
         return f"{names[label][0]} ({label})" if label in names and names[label][0] != label else label
 
-    def _speaker(self, meeting_id: str, tenant: str, question: str, request: RouteRequest) -> Answer | None:
-        resolved = self._resolve_speaker(meeting_id, tenant, request.speaker_mention)
-        if resolved is None:
-            return None  # not a speaker of this meeting: the verbatim path answers
-        label, how = resolved
-        request = replace(request, reason=f"{request.reason}; {how}")
+    def _speaker(self, meeting_id: str, tenant: str, question: str, plan: Plan) -> Written:
+        label = plan.speaker
+        assert label is not None  # the plan takes the speaker route only for a resolved speaker
         own = SearchFilters(speaker=label)
-        if request.topic:
-            hits = [h for h in self._hits(meeting_id, tenant, request.topic, k=10, filters=own)
-                    if _words(h.segment.text) >= 3] or self._hits(meeting_id, tenant, request.topic, k=5, filters=own)
+        if plan.topic:
+            hits = [h for h in self.hits(meeting_id, tenant, plan.topic, k=10, filters=own)
+                    if _words(h.segment.text) >= 3] or self.hits(meeting_id, tenant, plan.topic, k=5, filters=own)
             # After the best turn, only turns that share a word with the topic: a speaker's nearest
             # neighbours by meaning alone are often unrelated ("The project documents.").
             chosen = [h.segment for i, h in enumerate(hits[:5]) if i == 0 or h.bm25_rank is not None][:3]
@@ -287,30 +276,28 @@ class RoutedAnswers:
             theirs = [s for s in self.log.segments(meeting_id, tenant=tenant) if s.speaker == label]
             chosen = [s for s, _ in _informative(theirs, 4)]
         if not chosen:
-            return self._made(question, "verbatim", f"{label} said nothing about that in this meeting.", [],
-                              request, {})
+            return self._written("verbatim", f"{label} said nothing about that in this meeting.", [], {})
         text = f"{self._shown(meeting_id, tenant, label)} said:\n" + "\n".join(f"- {self._quote(s)}" for s in chosen)
         reasons = {s.segment_id: f"said by {label}, ranked by the topic" for s in chosen}
-        return self._made(question, "verbatim", text, chosen, request, reasons)
+        return self._written("verbatim", text, chosen, reasons)
 
     # -- why --------------------------------------------------------------------------------------------
-    def _why(self, meeting_id: str, tenant: str, question: str, request: RouteRequest) -> Answer | None:
-        resolved = self._resolve_speaker(meeting_id, tenant, request.speaker_mention)
-        label = resolved[0] if resolved else None
-        topic = request.topic
-        if resolved and request.speaker_mention:
+    def _why(self, meeting_id: str, tenant: str, question: str, plan: Plan) -> Written:
+        label = plan.speaker
+        topic = plan.topic
+        if label and plan.speaker_mention:
             # "why did marketing want an LCD?": "marketing" names the speaker, not the subject.
-            drop = {w.lower() for w in re.findall(r"\w+", request.speaker_mention)}
+            drop = {w.lower() for w in re.findall(r"\w+", plan.speaker_mention)}
             topic = " ".join(w for w in topic.split() if w.lower() not in drop) or topic
-        anchors = self._hits(meeting_id, tenant, topic, k=5, filters=SearchFilters(speaker=label)) if label else []
-        anchors = anchors or self._hits(meeting_id, tenant, topic, k=5)
+        anchors = self.hits(meeting_id, tenant, topic, k=5, filters=SearchFilters(speaker=label)) if label else []
+        anchors = anchors or self.hits(meeting_id, tenant, topic, k=5)
         if not anchors:
-            return None
+            return nothing_matches("verbatim")
         # The anchor is a statement about the topic, not a word of it said alone ("L_C_D_.").
         anchor = next((h.segment for h in anchors if _words(h.segment.text) >= 5), anchors[0].segment)
         window = SearchFilters(start=max(0.0, anchor.start - WHY_BEFORE_S), end=anchor.end + WHY_AFTER_S)
-        pool = {h.segment.segment_id: h.segment for h in self._hits(meeting_id, tenant, topic, k=25, filters=window)}
-        pool.update({h.segment.segment_id: h.segment for h in self._hits(meeting_id, tenant, topic, k=15)})
+        pool = {h.segment.segment_id: h.segment for h in self.hits(meeting_id, tenant, topic, k=25, filters=window)}
+        pool.update({h.segment.segment_id: h.segment for h in self.hits(meeting_id, tenant, topic, k=15)})
         pool[anchor.segment_id] = anchor
         cosines: dict[str, float] = {}
         if self.search.routes is not None:
@@ -340,9 +327,11 @@ class RoutedAnswers:
         reasons = {s.segment_id: "gives a reason, near the anchor" for s in reasons_found}
         reasons.setdefault(anchor.segment_id, "the anchor: the best turn on the topic"
                            + (f" by {label}" if label else ""))
-        if resolved:
-            request = replace(request, reason=f"{request.reason}; {resolved[1]}")
-        return self._made(question, "verbatim", text, cited, request, reasons)
+        return self._written("verbatim", text, cited, reasons)
+
+
+def nothing_matches(kind: AnswerKind) -> Written:
+    return Written(kind, "Nothing in this meeting's transcript matches the question.")
 
 
 def spelled_acronyms(query: str) -> str:
@@ -370,7 +359,7 @@ def _content(sentence: str) -> float:
     if size < 5:
         return 0.0
     bonus = 3.0 if re.search(r"\d", sentence) else 0.0
-    bonus += 2.0 if _COMMIT_RE.search(sentence) else 0.0
+    bonus += 2.0 if COMMIT_RE.search(sentence) else 0.0
     fillers = len(re.findall(r"\b(?:um|uh|mm|hmm|like|you know|i mean|i think|yeah|okay)\b", sentence, re.I))
     return min(size, 25) + bonus - 2.0 * fillers
 
