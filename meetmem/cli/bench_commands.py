@@ -23,7 +23,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     from meetmem.eval.bench import speakers as bench_speakers
     from meetmem.eval.bench import store as bench_store
     from meetmem.eval.bench import summaries as bench_summaries
-    from meetmem.eval.corpora import ami_ledger, ami_questions, ami_summaries, locomo, qmsum, zh
+    from meetmem.eval.corpora import ami_ledger, ami_questions, ami_roles, ami_summaries, locomo, qmsum, zh
     from meetmem.eval.needles import speakers as speaker_needles
 
     bench_store.add_parser(bench_sub, common)
@@ -34,6 +34,7 @@ def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     ami_ledger.add_parser(bench_sub, common)
     ami_summaries.add_parser(bench_sub, common)
     ami_questions.add_parser(bench_sub, common)
+    ami_roles.add_parser(bench_sub, common)
     bench_summaries.add_parser(bench_sub, common)
     bench_context.add_parser(bench_sub, common)
     locomo.add_parser(bench_sub, common)
