@@ -22,16 +22,23 @@ from meetmem.store.records import Segment
 
 _ROLE_WORDS = (r"manager|lead|leader|designer|expert|specialist|engineer|developer|architect|analyst|owner|interface|"
                r"director|officer|head|chair|secretary|coordinator|consultant|researcher|marketing|sales|"
-               r"finance|legal|intern|scientist|producer|writer|editor|admin\w*|facilitator|moderator|ceo|cto|cfo")
+               r"finance|legal|intern|scientist|producer|writer|editor|admin\w*|facilitator|moderator|ceo|cto|cfo|"
+               r"research|design")
 _FILL = r"(?:(?:um|uh|er|erm|like)\s+)*"
-_ROLE = rf"((?:[\w-]+\s+){{0,3}}?(?:{_ROLE_WORDS})(?:\s+(?:{_ROLE_WORDS}))*)\b"
+# Up to three words before the role word, none of them one that turns the sentence away from the speaker
+# ("I'm not sure what marketing thinks", "I'm not a designer").
+_ROLE = (rf"((?:(?!(?:not|sure|what|that|how|if|about|with|to|going|gonna|just|glad|happy|afraid)\b)[\w-]+\s+){{0,3}}?"
+         rf"(?:{_ROLE_WORDS})(?:\s+(?:{_ROLE_WORDS}))*)\b")
 _INTRO_ROLE_RE = re.compile(
     rf"\b(?:i'?m|i am)\s+{_FILL}(?:(?:supposed|going|meant|here)\s+to\s+be\s+{_FILL})?(?:(?:your|the|a|an|our)\s+)?"
     rf"{_FILL}{_ROLE}"
-    rf"|\bmy\s+(?:\w+\s+)?role\s+(?:in [\w\s]+?\s+)?(?:is|will be)\s+{_FILL}(?:(?:the|a|an|as)\s+)?{_FILL}{_ROLE}"
-    rf"|\bi(?:'ll| will)\s+be\s+(?:your|the|our)\s+{_ROLE}"
+    rf"|\bmy\s+(?:\w+\s+)?(?:role|function|job|position|title)\s+(?:in [\w\s]+?\s+)?(?:is|will be)\s+{_FILL}"
+    rf"(?:(?:the|a|an|as)\s+)?{_FILL}{_ROLE}"
+    rf"|\bi(?:'ll| will)\s+be\s+{_FILL}(?:[A-Z][a-z]+\s+)?(?:your|the|our)\s+{_ROLE}"
     # A role stated in passing: "as the marketing expert, I looked at ...", "speaking as project manager, we ..."
     rf"|\b(?:speaking\s+)?as\s+(?:the\s+|your\s+|a\s+|an\s+|our\s+)?{_FILL}{_ROLE}\s*,?\s+(?:i|i'm|i'll|i've|i'd|my|me)\b"
+    # "Marketing is uh, is me."
+    rf"|\b((?:[\w-]+\s+)?(?:{_ROLE_WORDS}))\s+is\s+(?:(?:uh|um),?\s+)*(?:is\s+)?me\b"
     r"|(?:我是|我担任|我负责)([\u4e00-\u9fff]{0,4}(?:经理|设计师|专家|工程师|主管|负责人|总监|产品|市场|销售))",
     re.I,
 )
@@ -51,6 +58,23 @@ _STOP = frozenset("the a an our your my of for and in".split())
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP}
+
+
+#: Role words that many roles share: a match on these alone is not enough when the mention has others.
+_GENERIC = frozenset({"designe", "manage", "expert", "lead", "leader", "engine", "specia", "head", "office",
+                      "person", "owner", "design"})
+
+
+def _expanded(text: str) -> str:
+    """Abbreviations spelled out word by word: "UI designer" -> "user interface designer"."""
+    if text in _ABBREVIATIONS:
+        return _ABBREVIATIONS[text]
+    return " ".join(_ABBREVIATIONS.get(w, w) if w in ("pm", "ui", "ux", "qa") else w for w in text.split())
+
+
+def _stems(text: str) -> set[str]:
+    """The words of `text` cut to six letters, so "market" meets "marketing" and "design" meets "designer"."""
+    return {w[:6] if len(w) > 6 else w for w in _words(text)}
 
 
 @dataclass
@@ -78,6 +102,7 @@ class SpeakerDirectory:
         """
         text = mention.strip()
         low = text.lower()
+        low = re.sub(r"^(?:the|our|your|my)\s+", "", low)
         low = re.sub(r"^(?:speaker|participant)\s+", "", low)
         for label in self.labels:
             if low == label.lower():
@@ -86,15 +111,18 @@ class SpeakerDirectory:
             for name in names:
                 if low == name.lower():
                     return label, f'"{mention}" is {label}: {self._why(label, name)}'
-        asked = _words(_ABBREVIATIONS.get(low, low))
+        asked = _stems(_expanded(low))
         if not asked:
             return None
+        specific = asked - _GENERIC
         best: tuple[float, str, str] | None = None
         for label, names in self.aliases.items():
             for name in names:
-                have = _words(_ABBREVIATIONS.get(name.lower(), name))
+                have = _stems(_expanded(name.lower()))
                 common = asked & have
-                if not common:
+                # "UI designer" is not the industrial designer: a generic word alone ("designer", "expert",
+                # "manager") does not make a match when the mention says more.
+                if not common or (specific and not common & specific):
                     continue
                 score = len(common) / len(asked) + 0.1 * len(common) / len(have)
                 if best is None or score > best[0]:
