@@ -314,10 +314,16 @@ def speaker_mention(question: str) -> str | None:
 
 
 def _after_speaker(question: str, who: str) -> str:
+    """The subject of a speaker question: what it asks about after the speaker's verb, and what it names
+    before the speaker ("what options did the UI designer put forward?" -> "options")."""
     at = question.lower().find(who.lower())
     rest = question[at + len(who):] if at >= 0 else question
-    return topic_of(re.sub(r"^\W*(?:say|said|says|think|thought|mention\w*|propos\w*|suggest\w*|want\w*)\b", "",
-                           rest.strip(), flags=re.I))
+    rest = re.sub(r"^\W*(?:say|said|says|think|thought|mention\w*|propos\w*|suggest\w*|want\w*|put forward|"
+                  r"put forth|offer\w*|pitch\w*|come up with|bring up|bring|show\w*|present\w*|recommend\w*)\b",
+                  "", rest.strip(), flags=re.I)
+    asked = re.match(r"^\W*(?:what|which)\s+(.+?)\s+(?:did|does|has|had|do)\s", question, re.I)
+    before = asked.group(1) if asked and at >= 0 and asked.end() <= at + 1 else ""
+    return topic_of(f"{before} {rest}".strip())
 
 
 def classify(question: str, clock: MeetingClock) -> RouteRequest | None:

@@ -273,13 +273,22 @@ class RouteRetrieval:
             # neighbours by meaning alone are often unrelated ("The project documents.").
             chosen = [h.segment for i, h in enumerate(hits[:5]) if i == 0 or h.bm25_rank is not None][:3]
         else:
+            chosen = []
+        head = f"{self._shown(meeting_id, tenant, label)} said:"
+        why = f"said by {label}, ranked by the topic"
+        if not chosen:
+            # Nothing of theirs on the topic's words ("what options did the UI designer put forward?"): what
+            # they said that carries most, rather than nothing.
             theirs = [s for s in self.log.segments(meeting_id, tenant=tenant) if s.speaker == label]
             chosen = [s for s, _ in _informative(theirs, 4)]
+            if plan.topic:
+                head = (f'{self._shown(meeting_id, tenant, label)} did not say "{plan.topic}" in so many words; '
+                        "what they said that carries most:")
+            why = f"said by {label}, among their most informative sentences"
         if not chosen:
             return self._written("verbatim", f"{label} said nothing about that in this meeting.", [], {})
-        text = f"{self._shown(meeting_id, tenant, label)} said:\n" + "\n".join(f"- {self._quote(s)}" for s in chosen)
-        reasons = {s.segment_id: f"said by {label}, ranked by the topic" for s in chosen}
-        return self._written("verbatim", text, chosen, reasons)
+        text = head + "\n" + "\n".join(f"- {self._quote(s)}" for s in chosen)
+        return self._written("verbatim", text, chosen, {s.segment_id: why for s in chosen})
 
     # -- why --------------------------------------------------------------------------------------------
     def _why(self, meeting_id: str, tenant: str, question: str, plan: Plan) -> Written:

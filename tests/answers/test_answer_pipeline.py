@@ -47,7 +47,7 @@ PLANS = [
     ("What did I miss since I joined?", "time", {"start": 1500.0, "end": 2400.0}),
     ("what happened around 2:15 pm?", "time", {"start": 750.0, "end": 1050.0}),
     ("what did we decide about the case?", "topic", {"topic": "case", "focus": ("decision",)}),
-    ("What options did the user interface designer put forward?", "speaker", {"speaker": "B"}),
+    ("What options did the user interface designer put forward?", "speaker", {"speaker": "B", "topic": "options"}),
     ("what did the project manager say about the agenda?", "speaker", {"speaker": "A", "topic": "agenda"}),
     ("What did Priya say about the budget?", "speaker", {"speaker": "C"}),
     ("what did the PM say about the budget?", "speaker", {"speaker": "A"}),
@@ -191,3 +191,10 @@ def test_a_model_answers_a_speaker_question_from_that_speakers_turns(meeting: Me
     lines = _transcript_lines(server.requests[0])
     assert lines and all("Chen Wei]" in line for line in lines)
     assert answer.route == "speaker" and answer.citations[0].speaker == "Chen Wei"
+
+
+def test_a_speaker_who_never_names_the_topic_gets_their_main_points_not_nothing(meeting: Meeting) -> None:
+    answer = meeting.extractive.ask(MEETING, "What options did Chen Wei put forward?")
+    assert answer.route == "speaker"
+    assert answer.citations and all(c.speaker == "Chen Wei" for c in answer.citations)
+    assert "said nothing" not in answer.answer
