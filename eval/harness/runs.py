@@ -134,6 +134,7 @@ def options_public(options: SearchOptions) -> dict[str, Any]:
 
 def default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, Any]:
     """What the benchmark ran as "the default": the embedder, the search options, the answerer's settings."""
+    from meetmem.answers.extractive import VerbatimRetrieval
     from meetmem.answers.pipeline import Answerer
     from meetmem.answers.records import MAX_CITATIONS
     from meetmem.store.index.search_types import SearchOptions
@@ -146,7 +147,8 @@ def default_configuration(ctx: CommandContext, embedder_name: str) -> dict[str, 
         "search_options": options_public(SearchOptions()),
         "tokenizer": {"stopwords": tokenizer.stopwords, "stemming": tokenizer.stemming},
         "answer": {**{k: v for k, v in answerer_defaults.items() if isinstance(v, int | float | tuple)},
-                   "max_citations": MAX_CITATIONS},
+                   "max_citations": MAX_CITATIONS, "verbatim_citations": VerbatimRetrieval.max_citations,
+                   "citation_floor": VerbatimRetrieval.citation_floor},
         "cli_settings": {"embedder": ctx.settings.embedder},
     }
     if hasattr(ctx.settings, "embedder_zh"):
