@@ -133,15 +133,15 @@ class Answerer:
         (a committing one preferred: "let's go with ..." over the candidates listed before it)."""
         spoken = self.verbatim.verbatim(meeting_id, question, chosen, tenant=tenant, prefer_commitment=True)
         hits = self.routes.hits(meeting_id, tenant, chosen.topic, k=30)
-        matched = self.routes.ledger_matches(meeting_id, tenant, chosen.topic, ("decision",), hits)[:2]
-        if not matched:
-            # The decision may not name the subject ("let's go with the TS-204" for the sensor board): a
-            # decision read from one of the question's own best segments matches too, best ranked first.
-            rank = {s.segment_id: i for i, s in enumerate(spoken.cited)}
-            near = [item for item in self.routes.ledger_matches(meeting_id, tenant, "", ("decision",), [],
-                                                                 every=True)
-                    if any(sid in rank for sid in item.source.segment_ids)]
-            matched = sorted(near, key=lambda item: min(rank.get(sid, 99) for sid in item.source.segment_ids))[:1]
+        matched = self.routes.ledger_matches(meeting_id, tenant, chosen.topic, ("decision",), hits,
+                                             min_lexical=0.5)[:2]
+        if not matched and spoken.cited:
+            # The decision may not name the subject ("let's go with the TS-204" for the sensor board): the
+            # decision read from the very segment the transcript's best sentence quotes matches too.
+            quoted = spoken.cited[0].segment_id
+            matched = [item for item in self.routes.ledger_matches(meeting_id, tenant, "", ("decision",), [],
+                                                                    every=True)
+                       if quoted in item.source.segment_ids][:1]
         if not matched:
             return spoken
         ids = [item.source.segment_ids[0] for item in matched if item.source.segment_ids]

@@ -44,7 +44,7 @@ RouteName = Literal["verbatim", "overview", "time", "topic", "speaker", "why", "
 _SETTLED_RE = re.compile(
     r"^\s*(?:so\s+|and\s+|ok(?:ay)?,?\s+)?(?:which|what)\b(?P<what>(?:\s+(?!are\b|did\b|do\b|will\b|have\b|were\b)"
     r"[\w'-]+){0,4}?)\s+(?:are|did|do|will|have|were|'re)\s+we\s+(?:going\s+to\s+|gonna\s+|finally\s+)?"
-    r"(?:order\w*|buy\w*|purchas\w*|us(?:e|ing)|go(?:ing)?\s+with|go\s+for|went\s+(?:with|for)|get(?:ting)?|"
+    r"(?:order\w*|buy\w*|purchas\w*|us(?:e|ing)|go(?:ing)?\s+with|go\s+for|went\s+(?:with|for)|"
     r"pick\w*|choos\w*|chose|select\w*|settled?\s+on|settling\s+on|decided?\s+on|agreed?\s+on|"
     r"doing\s+(?:about|with)|do\s+(?:about|with)|ship\w*|launch\w*|build\w*|mak(?:e|ing)|adopt\w*|"
     r"recommend\w*|keep\w*|drop\w*)\b(?P<rest>.*)$"

@@ -182,10 +182,11 @@ class RouteRetrieval:
 
     # -- topic ------------------------------------------------------------------------------------------
     def ledger_matches(self, meeting_id: str, tenant: str, topic: str, focus: Sequence[str],
-                       hits: Sequence[Hit], *, every: bool = False) -> list[LedgerItem]:
+                       hits: Sequence[Hit], *, every: bool = False, min_lexical: float = 0.0) -> list[LedgerItem]:
         """The current ledger items of the kinds in `focus` about the topic, best first: scored by the topic's
         words in the item and by how high retrieval ranks the segments the item cites (`every`: all the
-        current items of those kinds, in ledger order)."""
+        current items of those kinds, in ledger order). `min_lexical`: an item must hold more than this share
+        of the topic's words, unless retrieval ranks its segment near the top."""
         digest = self._digest(meeting_id, tenant)
         if digest is None:
             return []
@@ -201,7 +202,7 @@ class RouteRetrieval:
             item_terms = set(self.search.tokenizer.tokens(item.text))
             lexical = len(terms & item_terms) / (len(terms) or 1)
             retrieval = max((rank.get(sid, 0.0) for sid in item.source.segment_ids), default=0.0)
-            if lexical > 0 or retrieval >= 0.8:
+            if lexical > min_lexical or retrieval >= 0.8:
                 scored.append((lexical + 0.6 * retrieval, item))
         scored.sort(key=lambda pair: -pair[0])
         return [item for _, item in scored]

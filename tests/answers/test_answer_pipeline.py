@@ -105,6 +105,7 @@ def test_unrouted_and_filtered_plans_keep_to_verbatim_or_overview() -> None:
     ("So what price did we settle on?", "price"),
     ("Which supplier will we use for the hinges?", "supplier hinges"),
     ("Which one is cheaper?", None),
+    ("What figure did we get for the strap licence fee?", None),  # a value asked for, not a choice
     ("What time is the review?", None),
 ])
 def test_settled_subjects(question: str, subject: str | None) -> None:
