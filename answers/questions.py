@@ -80,11 +80,15 @@ _PENDING_RE = re.compile(r"\b(?:pending|outstanding|open|to-?dos?|action items?|
 _OPEN_Q_RE = re.compile(r"\b(?:open questions?|unresolved|undecided|still open|unclear)\b|待定|悬而未决", re.I)
 _ABOUT_RE = re.compile(r"\b(?:about|on|regarding|concerning|for|re|with respect to|in terms of|as for|of)\s+(.+)"
                        r"|关于(.+)|(.+?)(?:的|方面)(?:决定|任务|问题)", re.I)
-_SPEECH_RE = re.compile(r"\b(?:what|anything|which)(?:\s+(?!did\b|does\b|has\b|had\b|do\b)[\w-]+){0,2}?"
-                        r"\s+(?:did|does|has|had|do|was|is)\s+(.+?)\s+"
+_SPEECH_RE = re.compile(r"\b(?:what|anything)\s+(?:did|does|has|had|do|was|is)\s+(.+?)\s+"
                         r"(?:say|said|says|saying|mention\w*|think|thought|propos\w*|suggest\w*|recommend\w*|"
                         r"present\w*|report\w*|argu\w*|want\w*|tell us|talk\w* about|bring up|raise|contribute|"
-                        r"put forward|put forth|offer\w*|pitch\w*|come up with|bring|show\w*|object\w* to)\b"
+                        r"put forward|put forth|pitch\w*|come up with)\b"
+                        # "What options did the UI designer put forward?": an object before the speaker, with a
+                        # verb of putting ideas forward only ("what book did Caroline recommend?" asks a value).
+                        r"|\b(?:what|which)(?:\s+(?!did\b|does\b|has\b|had\b|do\b)[\w-]+){1,2}?\s+"
+                        r"(?:did|does|has|had|do)\s+(.+?)\s+(?:put forward|put forth|propos\w*|suggest\w*|"
+                        r"present\w*|pitch\w*|come up with|bring up|raise)\b"
                         r"|\bwhat\s+(?:was|were|is)\s+(.+?)(?:'s|s')\s+(?:view|opinion|take|point|position|"
                         r"proposal|suggestion|idea|input|presentation|update|report)\b"
                         r"|\bwhat\s+(.+?)\s+(?:said|says|thought|thinks|proposed|suggested|wanted)\b"
