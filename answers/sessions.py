@@ -13,9 +13,11 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
+from meetmem.store.database import ALL_TENANTS
+
 from .compiler import Evidence, Turn
 
-#: How many sessions the service keeps in memory; the least recently used go first.
+#: How many sessions' locks the service keeps; the least recently used go first.
 MAX_SESSIONS = 1000
 
 
@@ -42,44 +44,9 @@ class AskSession:
         return len(self._turns)
 
 
-class SessionStore:
-    """Sessions by (tenant, meeting, session id), at most `capacity`, least recently used evicted first.
-
-    In memory: a restart forgets them, which costs only the history of the next questions (the answers
-    themselves never depend on it being there).
-    """
-
-    def __init__(self, capacity: int = MAX_SESSIONS) -> None:
-        self.capacity = max(1, capacity)
-        self._sessions: OrderedDict[tuple[str, str, str], AskSession] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, tenant: str, meeting_id: str, session_id: str) -> AskSession:
-        """The session with this key, made on first use."""
-        key = (tenant, meeting_id, session_id)
-        with self._lock:
-            session = self._sessions.get(key)
-            if session is None:
-                session = self._sessions[key] = AskSession()
-                while len(self._sessions) > self.capacity:
-                    self._sessions.popitem(last=False)
-            else:
-                self._sessions.move_to_end(key)
-            return session
-
-    def forget(self, tenant: str, meeting_id: str) -> None:
-        """Drop every session of the meeting (after it was deleted)."""
-        with self._lock:
-            for key in [k for k in self._sessions if k[:2] == (tenant, meeting_id)]:
-                del self._sessions[key]
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._sessions)
-
-
-class PgAskSession:
-    """One conversation kept in PostgreSQL (table `ask_turns`): any API process reads its rounds.
+class StoredSession:
+    """One conversation kept in the log's database (table `ask_turns`): any API process reads its rounds,
+    and a restart keeps them.
 
     `lock` orders the questions of a session within this process; two processes asking in the same session
     at the same moment each see the rounds stored before they began.
@@ -93,21 +60,20 @@ class PgAskSession:
     @property
     def turns(self) -> tuple[Turn, ...]:
         tenant = self.key[0]
-        rows = self.log._rows("SELECT question, answer, evidence FROM ask_turns WHERE tenant = %s AND meeting_id = %s "
-                              "AND session_id = %s ORDER BY n", self.key, tenant=tenant)
+        rows = self.log.database.rows("SELECT question, answer, evidence FROM ask_turns WHERE tenant = ? AND "
+                                      "meeting_id = ? AND session_id = ? ORDER BY n", self.key, tenant=tenant)
         shown = [json.loads(r[2]) for r in rows]
         segments = self.log.get(sid for evidence in shown for sid, _ in evidence)
         return tuple(Turn(q, a, tuple(Evidence(segments[sid], reason) for sid, reason in evidence if sid in segments))
                      for (q, a, _), evidence in zip(rows, shown, strict=True))
 
     def add(self, turn: Turn) -> None:
-        tenant = self.key[0]
+        tenant, meeting_id, session_id = self.key
         evidence = json.dumps([[e.segment.segment_id, e.reason] for e in turn.evidence], ensure_ascii=False)
-        with self.log._session(tenant) as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ("\x1f".join(self.key),))
+        with self.log.database.session(tenant, lock=f"{meeting_id}\x1fask\x1f{session_id}") as conn:
             conn.execute("INSERT INTO ask_turns (tenant, meeting_id, session_id, n, question, answer, evidence, "
-                         "asked_at) SELECT %s, %s, %s, COALESCE(MAX(n), -1) + 1, %s, %s, %s, %s FROM ask_turns "
-                         "WHERE tenant = %s AND meeting_id = %s AND session_id = %s",
+                         "asked_at) SELECT ?, ?, ?, COALESCE(MAX(n), -1) + 1, ?, ?, ?, ? FROM ask_turns "
+                         "WHERE tenant = ? AND meeting_id = ? AND session_id = ?",
                          (*self.key, turn.question, turn.answer, evidence,
                           datetime.now(UTC).isoformat(timespec="seconds"), *self.key))
 
@@ -115,8 +81,10 @@ class PgAskSession:
         return len(self.turns)
 
 
-class PgSessionStore:
-    """Sessions kept in the log's PostgreSQL database, so several API processes share them."""
+class SessionStore:
+    """Sessions kept in the log's database, on either engine, so several API processes share them and a
+    restart keeps them; this process holds a lock per recent session (at most `capacity`, least recently
+    used dropped first)."""
 
     def __init__(self, log: Any, capacity: int = MAX_SESSIONS) -> None:
         self.log = log
@@ -124,7 +92,7 @@ class PgSessionStore:
         self._capacity = max(1, capacity)
         self._lock = threading.Lock()
 
-    def get(self, tenant: str, meeting_id: str, session_id: str) -> PgAskSession:
+    def get(self, tenant: str, meeting_id: str, session_id: str) -> StoredSession:
         key = (tenant, meeting_id, session_id)
         with self._lock:
             lock = self._locks.get(key)
@@ -134,23 +102,21 @@ class PgSessionStore:
                     self._locks.popitem(last=False)
             else:
                 self._locks.move_to_end(key)
-        return PgAskSession(self.log, key, lock)
+        return StoredSession(self.log, key, lock)
 
     def forget(self, tenant: str, meeting_id: str) -> None:
         """Drop every session of the meeting (after it was deleted; the deletion removed its rows already)."""
-        with self.log._session(tenant) as conn:
-            conn.execute("DELETE FROM ask_turns WHERE tenant = %s AND meeting_id = %s", (tenant, meeting_id))
+        with self.log.database.session(tenant) as conn:
+            conn.execute("DELETE FROM ask_turns WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id))
         with self._lock:
             for key in [k for k in self._locks if k[:2] == (tenant, meeting_id)]:
                 del self._locks[key]
 
     def __len__(self) -> int:
-        return int(self.log._rows("SELECT COUNT(*) FROM (SELECT DISTINCT tenant, meeting_id, session_id "
-                                  "FROM ask_turns) s", tenant="*")[0][0])
+        return int(self.log.database.rows("SELECT COUNT(*) FROM (SELECT DISTINCT tenant, meeting_id, session_id "
+                                          "FROM ask_turns) s", tenant=ALL_TENANTS)[0][0])
 
 
-def session_store_for(log: Any) -> SessionStore | PgSessionStore:
-    """Sessions in memory beside the SQLite log; in the database with PostgreSQL (several API processes)."""
-    if getattr(log, "backend", "sqlite") == "postgres":
-        return PgSessionStore(log)
-    return SessionStore()
+def session_store_for(log: Any) -> SessionStore:
+    """The ask sessions of the log's database."""
+    return SessionStore(log)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from meetmem.store.database import ALL_TENANTS
 from meetmem.store.errors import StoreError
-from meetmem.store.log import TranscriptLog
+from meetmem.store.log import Log
 
 TOKEN_PREFIX = "mm_"
 _TOKEN_RE = re.compile(r"^mm_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$")
@@ -129,22 +130,9 @@ def check_tenant_name(tenant: str) -> str:
 class TokenStore:
     """The tokens table, kept in the same database file as the transcript log."""
 
-    def __init__(self, log: TranscriptLog) -> None:
+    def __init__(self, log: Log) -> None:
+        # The table comes with the schema on either engine (store/schema.py, store/pg/migrations).
         self.log = log
-        # On PostgreSQL the table comes with the schema (store/pg/migrations), and the statements below are
-        # the same but for the placeholders and the transaction.
-        self._pg = getattr(log, "backend", "sqlite") == "postgres"
-        if self._pg:
-            return
-        with log.transaction():
-            log.db.execute(
-                "CREATE TABLE IF NOT EXISTS api_tokens ("
-                "token_id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, "
-                "created_at TEXT NOT NULL, revoked_at TEXT, label TEXT, expires_at TEXT)"
-            )
-            columns = {row[1] for row in log.db.execute("PRAGMA table_info(api_tokens)").fetchall()}
-            if "expires_at" not in columns:  # a database from before tokens could expire
-                log.db.execute("ALTER TABLE api_tokens ADD COLUMN expires_at TEXT")
 
     def create(self, tenant: str, *, label: str | None = None, expires_at: datetime | None = None) -> str:
         """Make a token for `tenant` and return it; only its hash is stored, so it cannot be shown again.
@@ -164,17 +152,11 @@ class TokenStore:
         return token
 
     def _read(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
-        if self._pg:
-            return self.log._rows(sql.replace("?", "%s"), args, tenant="*")
-        return self.log.read(sql, args)
+        return self.log.database.rows(sql, args, tenant=ALL_TENANTS)
 
     def _write(self, sql: str, args: Any = ()) -> None:
-        if self._pg:
-            with self.log._session("*") as conn:
-                conn.execute(sql.replace("?", "%s"), args)
-            return
-        with self.log.transaction():
-            self.log.db.execute(sql, args)
+        with self.log.database.session(ALL_TENANTS) as conn:
+            conn.execute(sql, args)
 
     def tenant_for(self, token: str) -> str | None:
         """The tenant a token belongs to, or None when it is unknown, malformed, revoked or expired."""

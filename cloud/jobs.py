@@ -10,7 +10,7 @@ Each job is safe to run twice and to die halfway:
 * `index_meeting` adds the meeting's lexical rows (`ON CONFLICT DO NOTHING`) and embeds the rows that have
   no vector yet, a batch per transaction: a worker killed mid-job leaves whole batches, and the retry
   embeds only what is left;
-* `digest_meeting` writes the digest in one transaction (`PgDerivedStore.save`): a reader sees the old one
+* `digest_meeting` writes the digest in one transaction (`DerivedStore.save`): a reader sees the old one
   or the new one, never half of it.
 
 A job whose worker dies (kill -9, a lost machine) stays "doing" in the queue; every worker looks for jobs

@@ -8,7 +8,8 @@ meeting, how long it lasts and its hash. A chunk is identified by `(device_id, c
 meeting, like a segment: an upload that is repeated after a lost acknowledgement adds nothing.
 
 With PostgreSQL the bytes are rows of the database itself (`store/pg/audio.py`), since the API processes there
-keep nothing of their own; both stores have the same methods and the same behaviour.
+keep nothing of their own. The rows and the policy are written once for both (`MeetingAudio`); only where
+the bytes live differs.
 
 Whether the cloud keeps uploaded audio at all is a policy, per tenant or per meeting (`audio_policy`):
 off unless the service's default or an explicit setting says otherwise.
@@ -33,8 +34,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import InvalidSegment, SequenceError, StoreError
-from .log import DEFAULT_TENANT, TranscriptLog
+from .database import ALL_TENANTS
+from .errors import InvalidSegment, MeetingNotFound, SequenceError, StoreError
+from .log import DEFAULT_TENANT, Log, TranscriptLog
 
 log = logging.getLogger(__name__)
 
@@ -375,60 +377,53 @@ def keep_decision(rows: Iterable[tuple], meeting_id: str, default_keep: bool) ->
     return default_keep, "service"
 
 
-class AudioStore:
-    """The audio of every meeting in one database: chunk files beside it, their rows in it.
+class MeetingAudio:
+    """The audio of every meeting in the log's database, on either engine: the policy, and each chunk's row
+    (`meeting_audio`: which device's chunk, where it starts, how long, its sha256), written once. Where the
+    bytes live is the one thing the engines do their own way: files beside a SQLite database (`AudioStore`,
+    below), `bytea` rows in PostgreSQL (`store/pg/audio.py`'s `PgAudioStore`).
+
+    A chunk is added under the meeting's lock, the one appends and deletion take, so of two uploads racing
+    for one (device, chunk seq) one stores and the other finds its row (`new: false`, or 409 for other bytes),
+    and no audio is added to a meeting being deleted.
 
     Args:
         log: the transcript log whose database records the chunks (and whose meetings they belong to).
-        folder: where the files go (default: `<database file>.audio` beside it).
         default_keep: whether audio uploaded for a meeting with no policy of its own or of its tenant
             is kept (the cloud's `MEETMEM_AUDIO_UPLOAD`; off by default).
     """
 
-    backend = "sqlite"
+    backend = "base"
+    _COLUMNS = "meeting_id, device_id, chunk_seq, start, duration, sha256, bytes, codec, added_at, tenant"
 
-    def __init__(self, log: TranscriptLog, folder: str | Path | None = None, *, default_keep: bool = False) -> None:
-        if getattr(log, "backend", "sqlite") != "sqlite":
-            raise StoreError("AudioStore keeps files beside a SQLite store; for PostgreSQL use audio_store_for(log)")
+    def __init__(self, log: Log, *, default_keep: bool = False) -> None:
         self.log = log
-        self.folder = Path(folder) if folder is not None else log.path.with_name(log.path.name + ".audio")
         self.default_keep = default_keep
         self.renders = SharedRenders()
-        with log.transaction():
-            log.db.execute(
-                "CREATE TABLE IF NOT EXISTS meeting_audio (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
-                "device_id TEXT NOT NULL, chunk_seq INTEGER NOT NULL, start REAL NOT NULL, "
-                "duration REAL NOT NULL, sha256 TEXT NOT NULL, bytes INTEGER NOT NULL, codec TEXT NOT NULL, "
-                "added_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id, device_id, chunk_seq))"
-            )
-            log.db.execute(
-                "CREATE TABLE IF NOT EXISTS audio_policy (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
-                "keep INTEGER NOT NULL, set_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id))"
-            )
+        self._byte_order = log.dialect.byte_order
 
     # -- policy -------------------------------------------------------------------------------------------
     def set_policy(self, keep: bool, *, tenant: str = DEFAULT_TENANT, meeting_id: str | None = None,
                    set_at: str | None = None) -> None:
         """Keep (or refuse) uploaded audio for one meeting, or for the whole tenant when `meeting_id` is None."""
-        with self.log.transaction():
-            self.log.db.execute("INSERT OR REPLACE INTO audio_policy VALUES (?, ?, ?, ?)",
-                                (tenant, meeting_id or "", int(keep), set_at or _now()))
+        with self.log.database.session(tenant) as conn:
+            conn.execute("INSERT INTO audio_policy (tenant, meeting_id, keep, set_at) VALUES (?, ?, ?, ?) "
+                         "ON CONFLICT (tenant, meeting_id) DO UPDATE SET keep = excluded.keep, "
+                         "set_at = excluded.set_at", (tenant, meeting_id or "", bool(keep), set_at or _now()))
 
     def policies(self) -> list[tuple[str, str | None, bool, str]]:
         """Every setting of every tenant: `(tenant, meeting_id or None for the tenant's, keep, set_at)`."""
-        rows = self.log.read("SELECT tenant, meeting_id, keep, set_at FROM audio_policy ORDER BY tenant, meeting_id")
+        rows = self.log.database.rows(f"SELECT tenant, meeting_id, keep, set_at FROM audio_policy ORDER BY "
+                                      f"tenant{self._byte_order}, meeting_id{self._byte_order}", tenant=ALL_TENANTS)
         return [(str(r[0]), str(r[1]) or None, bool(r[2]), str(r[3])) for r in rows]
 
     def keeps(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[bool, str]:
         """Whether uploaded audio is kept for this meeting, and which setting decided it."""
-        rows = self.log.read("SELECT meeting_id, keep FROM audio_policy WHERE tenant = ? AND meeting_id IN (?, '')",
-                             (tenant, meeting_id))
+        rows = self.log.database.rows("SELECT meeting_id, keep FROM audio_policy WHERE tenant = ? AND "
+                                      "meeting_id IN (?, '')", (tenant, meeting_id), tenant=tenant)
         return keep_decision(rows, meeting_id, self.default_keep)
 
     # -- chunks -------------------------------------------------------------------------------------------
-    def _file(self, sha256: str) -> Path:
-        return self.folder / sha256[:2] / f"{sha256}.ogg"
-
     def add(self, meeting_id: str, device_id: str, chunk_seq: int, data: bytes, *, start: float,
             tenant: str = DEFAULT_TENANT, added_at: str | None = None) -> tuple[AudioChunk, bool]:
         """Store one chunk of a meeting's audio (an Ogg file) starting `start` seconds into the meeting.
@@ -440,9 +435,10 @@ class AudioStore:
             the chunk, and whether it was new.
 
         Raises:
-            MeetingNotFound: the tenant has no such meeting.
+            MeetingNotFound: the tenant has no such meeting (or it was deleted meanwhile).
             InvalidAudio: not Ogg Opus/Vorbis, or a negative start.
             SequenceError: that chunk is already stored with other bytes.
+            StoreError: the bytes could not be written (nothing is stored).
         """
         check_chunk_place(chunk_seq, start)
         self.log.require_meeting(meeting_id, tenant=tenant)
@@ -451,39 +447,22 @@ class AudioStore:
         existing = self.get(meeting_id, device_id, chunk_seq, tenant=tenant)
         if existing is not None:
             return self._same(existing, sha), False
-        path = self._file(sha)
-        # Written whole under a temporary name first (a crash never leaves half a file behind a recorded hash),
-        # then the row is claimed and the file named in one write transaction: of two uploads racing for one
-        # (device, chunk seq) one stores, the other finds its row and gets `new: false` or 409, and its file
-        # goes. Deletion removes files under the same lock, so none is named after its rows went (issue 30).
+        staged = self._stage(data, sha)
+        key = (tenant, meeting_id)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-        except OSError as exc:
-            raise StoreError(f"the audio chunk could not be written ({exc.strerror or 'disk error'})") from exc
-        try:
-            with self.log.transaction():
-                self.log.require_meeting(meeting_id, tenant=tenant)  # not deleted since the check above
-                existing = self.get(meeting_id, device_id, chunk_seq, tenant=tenant)
-                if existing is not None:
-                    return self._same(existing, sha), False
-                self.log.db.execute(
-                    "INSERT INTO meeting_audio VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (tenant, meeting_id, device_id, chunk_seq, float(start), info.duration, sha, len(data),
-                     info.codec, added_at or _now()),
-                )
-                try:
-                    os.replace(tmp, path)
-                except OSError as exc:  # the row is rolled back with the transaction
-                    raise StoreError("the audio chunk could not be written "
-                                     f"({exc.strerror or 'disk error'})") from exc
+            with self.log.database.session(tenant, lock=meeting_id) as conn:
+                if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", key).fetchone() is None:
+                    gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND "
+                                        "meeting_id = ?", key).fetchone()
+                    raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0] if gone else None)
+                row = conn.execute(f"SELECT {self._COLUMNS} FROM meeting_audio WHERE tenant = ? AND meeting_id = ? "
+                                   "AND device_id = ? AND chunk_seq = ?", (*key, device_id, chunk_seq)).fetchone()
+                if row is not None:
+                    return self._same(self._chunk(row), sha), False
+                self._store(conn, (*key, device_id, chunk_seq, float(start), info.duration, sha, len(data),
+                                   info.codec, added_at or _now()), staged, sha)
         finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            self._unstage(staged)
         chunk = self.get(meeting_id, device_id, chunk_seq, tenant=tenant)
         assert chunk is not None
         return chunk, True
@@ -496,29 +475,95 @@ class AudioStore:
                                 "stored with other content; a device's chunk numbers must not be reused")
         return existing
 
-    def _chunk(self, row: tuple) -> AudioChunk:
+    def _chunk(self, row: Sequence[Any]) -> AudioChunk:
         meeting_id, device_id, chunk_seq, start, duration, sha, size, codec, added_at, tenant = row
         return AudioChunk(meeting_id, device_id, int(chunk_seq), float(start), float(duration), sha, int(size),
                           codec, self._file(sha), added_at, tenant)
 
-    _COLUMNS = "meeting_id, device_id, chunk_seq, start, duration, sha256, bytes, codec, added_at, tenant"
-
     def get(self, meeting_id: str, device_id: str, chunk_seq: int, *,
             tenant: str = DEFAULT_TENANT) -> AudioChunk | None:
-        rows = self.log.read(f"SELECT {self._COLUMNS} FROM meeting_audio WHERE tenant = ? AND meeting_id = ? "
-                             "AND device_id = ? AND chunk_seq = ?", (tenant, meeting_id, device_id, chunk_seq))
+        rows = self.log.database.rows(f"SELECT {self._COLUMNS} FROM meeting_audio WHERE tenant = ? AND "
+                                      "meeting_id = ? AND device_id = ? AND chunk_seq = ?",
+                                      (tenant, meeting_id, device_id, chunk_seq), tenant=tenant)
         return self._chunk(rows[0]) if rows else None
 
     def chunks(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[AudioChunk]:
-        """The meeting's chunks ordered by start (then device and chunk seq)."""
-        rows = self.log.read(f"SELECT {self._COLUMNS} FROM meeting_audio WHERE tenant = ? AND meeting_id = ? "
-                             "ORDER BY start, device_id, chunk_seq", (tenant, meeting_id))
+        """The meeting's chunks ordered by start (then device, in byte order, and chunk seq)."""
+        rows = self.log.database.rows(f"SELECT {self._COLUMNS} FROM meeting_audio WHERE tenant = ? AND "
+                                      f"meeting_id = ? ORDER BY start, device_id{self._byte_order}, chunk_seq",
+                                      (tenant, meeting_id), tenant=tenant)
         return [self._chunk(r) for r in rows]
 
     def chunk_seqs(self, meeting_id: str, device_id: str, *, tenant: str = DEFAULT_TENANT) -> list[int]:
-        rows = self.log.read("SELECT chunk_seq FROM meeting_audio WHERE tenant = ? AND meeting_id = ? AND "
-                             "device_id = ? ORDER BY chunk_seq", (tenant, meeting_id, device_id))
+        rows = self.log.database.rows("SELECT chunk_seq FROM meeting_audio WHERE tenant = ? AND meeting_id = ? AND "
+                                      "device_id = ? ORDER BY chunk_seq", (tenant, meeting_id, device_id),
+                                      tenant=tenant)
         return [int(r[0]) for r in rows]
+
+    # -- where the bytes live: each engine's own ----------------------------------------------------------
+    def _file(self, sha256: str) -> Path | None:
+        """The file holding a chunk's bytes (None where they are in the database)."""
+        return None
+
+    def _stage(self, data: bytes, sha: str) -> Any:
+        """Before the chunk's transaction: put the bytes where `_store` can claim them."""
+        return data
+
+    def _store(self, conn: Any, values: tuple[Any, ...], staged: Any, sha: str) -> None:
+        """Inside the meeting's lock: the chunk's row (`values`, in `_COLUMNS` order but tenant first) and bytes."""
+        raise NotImplementedError
+
+    def _unstage(self, staged: Any) -> None:
+        """After the transaction, stored or not: drop what `_stage` left."""
+
+
+class AudioStore(MeetingAudio):
+    """Audio beside a SQLite database: chunk files named by their sha256 in a folder beside it.
+
+    Args:
+        log: the SQLite transcript log.
+        folder: where the files go (default: `<database file>.audio` beside it).
+        default_keep: as `MeetingAudio`'s.
+    """
+
+    backend = "sqlite"
+
+    def __init__(self, log: TranscriptLog, folder: str | Path | None = None, *, default_keep: bool = False) -> None:
+        if log.dialect.backend != "sqlite":
+            raise StoreError("AudioStore keeps files beside a SQLite store; for PostgreSQL use audio_store_for(log)")
+        super().__init__(log, default_keep=default_keep)
+        self.folder = Path(folder) if folder is not None else log.path.with_name(log.path.name + ".audio")
+
+    def _file(self, sha256: str) -> Path:
+        return self.folder / sha256[:2] / f"{sha256}.ogg"
+
+    def _stage(self, data: bytes, sha: str) -> str:
+        # Written whole under a temporary name first (a crash never leaves half a file behind a recorded hash),
+        # then named in the chunk's transaction (`_store`): of two uploads racing for one chunk only one names
+        # its file. Deletion removes files under the same lock, so none is named after its rows went (issue 30).
+        path = self._file(sha)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as exc:
+            raise StoreError(f"the audio chunk could not be written ({exc.strerror or 'disk error'})") from exc
+        return tmp
+
+    def _store(self, conn: Any, values: tuple[Any, ...], staged: str, sha: str) -> None:
+        conn.execute("INSERT INTO meeting_audio (tenant, meeting_id, device_id, chunk_seq, start, duration, sha256, "
+                     "bytes, codec, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+        try:
+            os.replace(staged, self._file(sha))
+        except OSError as exc:  # the row is rolled back with the transaction
+            raise StoreError(f"the audio chunk could not be written ({exc.strerror or 'disk error'})") from exc
+
+    def _unstage(self, staged: str) -> None:
+        if os.path.exists(staged):
+            os.unlink(staged)
 
     def read_bytes(self, chunk: AudioChunk) -> bytes:
         """The chunk's stored bytes.
@@ -551,6 +596,7 @@ class AudioStore:
         """Problems with the meeting's audio files (missing, or bytes not matching their recorded sha256)."""
         problems = []
         for chunk in self.chunks(meeting_id, tenant=tenant):
+            assert chunk.path is not None
             try:
                 digest = hashlib.sha256(chunk.path.read_bytes()).hexdigest()
             except OSError as exc:
@@ -571,19 +617,21 @@ class AudioStore:
         The transcript log is not touched: its rows and hash chain stay exactly as they were.
         """
         self.log.require_meeting(meeting_id, tenant=tenant)
-        with self.log.transaction():
-            chunks = self.chunks(meeting_id, tenant=tenant)
-            self.log.db.execute("DELETE FROM meeting_audio WHERE tenant = ? AND meeting_id = ?", (tenant, meeting_id))
-            self._unlink_unused({c.sha256 for c in chunks})
+        with self.log.database.session(tenant, lock=meeting_id) as conn:
+            shas = {r[0] for r in conn.execute("SELECT sha256 FROM meeting_audio WHERE tenant = ? AND meeting_id = ?",
+                                               (tenant, meeting_id)).fetchall()}
+            gone = conn.execute("DELETE FROM meeting_audio WHERE tenant = ? AND meeting_id = ?",
+                                (tenant, meeting_id)).rowcount
+            self._unlink_unused(conn, shas)
         shutil.rmtree(self.rendered_folder(meeting_id, tenant=tenant), ignore_errors=True)
-        return len(chunks)
+        return int(gone)
 
-    def _unlink_unused(self, shas: Iterable[str]) -> int:
+    def _unlink_unused(self, conn: Any, shas: Iterable[str]) -> int:
         """Inside a write transaction (so no upload names a file meanwhile): remove the files of `shas` no row
         names any more; returns how many went."""
         removed = 0
         for sha in set(shas):
-            if self.log.read("SELECT 1 FROM meeting_audio WHERE sha256 = ? LIMIT 1", (sha,)):
+            if conn.execute("SELECT 1 FROM meeting_audio WHERE sha256 = ? LIMIT 1", (sha,)).fetchone():
                 continue
             path = self._file(sha)
             if path.exists():
@@ -592,18 +640,8 @@ class AudioStore:
         return removed
 
     def remove_files(self, meeting_id: str, shas: Iterable[str], *, tenant: str = DEFAULT_TENANT) -> int:
-        """After a meeting's deletion committed (`TranscriptLog.delete_meeting`): remove its audio files that
-        no other meeting's rows name, and its rendered audio; returns how many files went."""
+        """After a meeting's deletion committed (`Log.delete_meeting`): remove its audio files that no other
+        meeting's rows name, and its rendered audio; returns how many files went."""
         shutil.rmtree(self.rendered_folder(meeting_id, tenant=tenant), ignore_errors=True)
-        with self.log.transaction():
-            return self._unlink_unused(shas)
-
-
-def audio_store_for(log: Any, *, default_keep: bool = False) -> Any:
-    """The audio store of the log's database: files beside the SQLite file, or rows in the PostgreSQL database
-    (`store.pg.audio.PgAudioStore`); both have the same methods."""
-    if getattr(log, "backend", "sqlite") != "sqlite":
-        from .pg.audio import PgAudioStore
-
-        return PgAudioStore(log, default_keep=default_keep)
-    return AudioStore(log, default_keep=default_keep)
+        with self.log.database.session(tenant, lock=meeting_id) as conn:
+            return self._unlink_unused(conn, shas)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .audio import AudioStore, MeetingAudio
 from .errors import StoreError
 from .log import TranscriptLog
 from .pg import is_postgres_url
@@ -62,10 +63,20 @@ def open_search(log: AnyLog, embedder: Any = None) -> Any:
     Args:
         embedder: the dense model (or `EmbedderRoutes`), or None for BM25 alone.
     """
-    if getattr(log, "backend", "sqlite") == "postgres":
+    if log.dialect.backend == "postgres":
         from .pg.meeting_search import PgTranscriptSearch
 
         return PgTranscriptSearch(log, embedder)
     from .index.search import TranscriptSearch
 
     return TranscriptSearch(log, embedder)
+
+
+def audio_store_for(log: AnyLog, *, default_keep: bool = False) -> MeetingAudio:
+    """The audio store of the log's database: files beside the SQLite file (`store.audio.AudioStore`), or rows
+    in the PostgreSQL database (`store.pg.audio.PgAudioStore`); both are `MeetingAudio`, with the same methods."""
+    if log.dialect.backend == "postgres":
+        from .pg.audio import PgAudioStore
+
+        return PgAudioStore(log, default_keep=default_keep)
+    return AudioStore(log, default_keep=default_keep)

@@ -1,35 +1,34 @@
-"""A meeting's life in the SQLite log after its segments: closing it, and deleting it (the one way rows leave
-the log), which leaves a signed tombstone (store/tombstones.py).
+"""A meeting's life in the log after its segments: closing it, and deleting it (the one way rows leave the
+log), which leaves a signed tombstone (store/tombstones.py).
 
-`MeetingLifecycle` is a part of `TranscriptLog` (store/log.py): it works in the log's transactions, on its
-connection, and reads through its reader pool. The PostgreSQL log's counterpart is store/pg/lifecycle.py.
+`MeetingLifecycle` is a part of `Log` (store/log.py), written once for both engines: it works in the
+database's sessions, under the meeting's lock. How a deleted meeting's rows leave is the one thing the
+engines do their own way (`Database.remove_meeting`: SQLite's guarded DELETEs, PostgreSQL's
+`meetmem_delete_meeting`).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from .database import ALL_TENANTS, Database, Dialect
 from .errors import MeetingNotFound, StoreError
 from .interchange import check_id
-from .receipts import ReceiptError, ReceiptKey
+from .receipts import ReceiptKey
 from .records import DEFAULT_TENANT, GENESIS_HASH, Closure, utc_now
 from .rows import TOMBSTONE_COLUMNS
 from .tombstones import Tombstone, check_tombstone, sign_tombstone
 
 
 class MeetingLifecycle:
-    """Closing and deleting meetings (a part of `TranscriptLog`, which provides what is declared here)."""
+    """Closing and deleting meetings (a part of `Log`, which provides what is declared here)."""
 
     if TYPE_CHECKING:  # the log's, which these methods use
-        _conn: sqlite3.Connection
+        database: Database
+        dialect: Dialect
 
-        def transaction(self) -> AbstractContextManager[None]: ...
-        def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-        def require_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> None: ...
-        def last_chain_pos(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> int: ...
+        def _rows(self, sql: str, params: Sequence[Any] = (), *, tenant: str) -> list[tuple[Any, ...]]: ...
 
     # -- meeting life -----------------------------------------------------------------------------------
     def close_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "closed") -> Closure:
@@ -38,71 +37,60 @@ class MeetingLifecycle:
         Raises:
             MeetingNotFound: the tenant has no such meeting.
         """
-        with self.transaction():
-            self.require_meeting(meeting_id, tenant=tenant)
-            current = self.closure(meeting_id, tenant=tenant)
+        args = (tenant, meeting_id)
+        with self.database.session(tenant, lock=meeting_id) as conn:
+            if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", args).fetchone() is None:
+                gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+                                    args).fetchone()
+                raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0] if gone else None)
+            current = self._closure(conn, tenant, meeting_id)
             if current is not None:
                 return current
-            through = self.last_chain_pos(meeting_id, tenant=tenant)
+            through = conn.execute("SELECT COALESCE(MAX(chain_pos), -1) FROM segments WHERE tenant = ? AND "
+                                   "meeting_id = ?", args).fetchone()[0]
             closed_at = utc_now()
-            self._conn.execute(
-                "INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (tenant, meeting_id, closed_at, reason, through),
-            )
-            return Closure(meeting_id, closed_at, reason, through)
+            conn.execute("INSERT INTO meeting_closures (tenant, meeting_id, closed_at, reason, through_pos) "
+                         "VALUES (?, ?, ?, ?, ?)", (tenant, meeting_id, closed_at, reason, through))
+            return Closure(meeting_id, closed_at, reason, int(through))
+
+    def _closure(self, conn: Any, tenant: str, meeting_id: str) -> Closure | None:
+        row = conn.execute(
+            "SELECT c.closed_at, c.reason, c.through_pos, (SELECT COALESCE(MAX(chain_pos), -1) FROM segments s "
+            "WHERE s.tenant = c.tenant AND s.meeting_id = c.meeting_id) FROM meeting_closures c "
+            f"WHERE c.tenant = ? AND c.meeting_id = ? ORDER BY c.through_pos DESC, c.{self.dialect.ordinal} DESC "
+            "LIMIT 1", (tenant, meeting_id)).fetchone()
+        if row is None or row[2] < row[3]:
+            return None
+        return Closure(meeting_id, row[0], row[1], int(row[2]))
 
     def closure(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Closure | None:
         """The closure in force: the latest one, if no segment arrived after it; else None (open)."""
-        rows = self.read(
-            "SELECT closed_at, reason, through_pos FROM meeting_closures WHERE tenant = ? AND meeting_id = ? "
-            "ORDER BY through_pos DESC, rowid DESC LIMIT 1",
-            (tenant, meeting_id),
-        )
-        if not rows:
-            return None
-        closed_at, reason, through = rows[0]
-        if through < self.last_chain_pos(meeting_id, tenant=tenant):
-            return None
-        return Closure(meeting_id, closed_at, reason, through)
+        with self.database.session(tenant, snapshot=True) as conn:
+            return self._closure(conn, tenant, meeting_id)
 
     def open_meetings(self) -> list[tuple[str, str, str]]:
-        """`(tenant, meeting_id, received_at of its newest row)` of every meeting not closed."""
-        rows = self.read(
-            "SELECT m.tenant, m.meeting_id, (SELECT received_at FROM segments s WHERE s.tenant = m.tenant "
-            "AND s.meeting_id = m.meeting_id ORDER BY chain_pos DESC LIMIT 1) FROM meetings m"
-        )
-        return [(t, m, r or "") for t, m, r in rows if self.closure(m, tenant=t) is None]
+        """`(tenant, meeting_id, received_at of its newest row)` of every meeting not closed, oldest first."""
+        rows = self._rows(
+            "SELECT m.tenant, m.meeting_id, "
+            "(SELECT received_at FROM segments s WHERE s.tenant = m.tenant AND s.meeting_id = m.meeting_id "
+            "ORDER BY chain_pos DESC LIMIT 1), "
+            "(SELECT COALESCE(MAX(chain_pos), -1) FROM segments s WHERE s.tenant = m.tenant AND "
+            "s.meeting_id = m.meeting_id), "
+            "(SELECT MAX(through_pos) FROM meeting_closures c WHERE c.tenant = m.tenant AND "
+            "c.meeting_id = m.meeting_id) "
+            f"FROM meetings m ORDER BY m.created_at, m.{self.dialect.ordinal}", tenant=ALL_TENANTS)
+        return [(t, m, r or "") for t, m, r, head, through in rows if through is None or int(through) < int(head)]
 
     # -- deletion: the one way rows leave the log -------------------------------------------------------
-    #: The key `delete_meeting` signs with, while it writes its tombstone (the schema's
-    #: `meetmem_tombstone_signed` checks a tombstone against it; None: every tombstone is refused).
-    _deleting_with: ReceiptKey | None = None
-
-    def tombstone_signed(self, *fields: Any) -> int:
-        """The schema's `meetmem_tombstone_signed(tenant, ..., version)` (store/schema.py): 1 when the key
-        `delete_meeting` holds right now signed exactly this tombstone, else 0."""
-        key = self._deleting_with
-        if key is None:
-            return 0
-        try:
-            check_tombstone(key, Tombstone(*fields))
-        except (ReceiptError, TypeError, ValueError):
-            return 0
-        return 1
-
-    #: Derived tables keyed by (tenant, meeting_id), made by the modules that own them (each may be absent).
-    DERIVED_MEETING_TABLES = ("summary_sections", "meeting_digests", "ledger_items", "meeting_audio", "audio_policy",
-                              "speaker_names")
-
     def delete_meeting(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "deleted",
                        key: ReceiptKey) -> tuple[Tombstone, list[str]]:
         """Delete a meeting: its segments, closures, head and metadata, and every row derived from it
         (vectors, summaries, ledger, audio rows and policy), all in one transaction, leaving a tombstone
-        signed with `key` (store/tombstones.py; the schema allows the DELETEs only for a tombstoned meeting).
+        signed with `key` (store/tombstones.py; the database allows the removal only for a tombstoned meeting).
 
-        The audio files are not touched here: they go after the commit (`AudioStore.remove_files` with the
-        returned sha256s), since a file removed before a rolled-back transaction could not come back.
+        On SQLite the audio files are not touched here: they go after the commit (`AudioStore.remove_files`
+        with the returned sha256s), since a file removed before a rolled-back transaction could not come back.
+        On PostgreSQL the audio is rows, removed with the rest (no sha256s are returned).
 
         Returns:
             the tombstone, and the sha256 of each audio file the meeting's rows named.
@@ -113,61 +101,40 @@ class MeetingLifecycle:
         check_id("meeting id", meeting_id)
         check_id("tenant", tenant)
         reason = " ".join(str(reason).split())[:200] or "deleted"
-        key_args = (tenant, meeting_id)
+        args = (tenant, meeting_id)
         try:
-            with self.transaction():
-                conn = self._conn
-                found = conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", key_args)
-                if found.fetchone() is None:
+            with self.database.session(tenant, lock=meeting_id) as conn:
+                if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", args).fetchone() is None:
                     raise MeetingNotFound(tenant, meeting_id)
                 count = conn.execute("SELECT COUNT(*) FROM segments WHERE tenant = ? AND meeting_id = ?",
-                                     key_args).fetchone()[0]
+                                     args).fetchone()[0]
                 head = conn.execute("SELECT head_pos, head_hash FROM meeting_heads WHERE tenant = ? AND "
-                                    "meeting_id = ?", key_args).fetchone()
+                                    "meeting_id = ?", args).fetchone()
                 head_pos, head_hash = (int(head[0]), str(head[1])) if head else (-1, GENESIS_HASH)
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                shas = ([r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM meeting_audio WHERE tenant = ? AND "
-                                                     "meeting_id = ?", key_args)]
-                        if "meeting_audio" in tables else [])
                 tombstone = sign_tombstone(key, tenant=tenant, meeting_id=meeting_id, deleted_at=utc_now(),
                                            reason=reason, segments=int(count), head_pos=head_pos,
                                            head_hash=head_hash)
-                t = tombstone
-                # The tombstone first: the schema's triggers refuse these DELETEs for a meeting without one,
-                # and refuse the tombstone unless this key signed it.
-                self._deleting_with = key
-                try:
-                    conn.execute("INSERT INTO meeting_deletions (tenant, meeting_id, deleted_at, reason, segments, "
-                                 "head_pos, head_hash, key_id, sig, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                 (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos,
-                                  t.head_hash, t.key_id, t.sig, t.version))
-                finally:
-                    self._deleting_with = None
-                if "segment_vectors" in tables:
-                    conn.execute("DELETE FROM segment_vectors WHERE segment_id IN (SELECT segment_id FROM segments "
-                                 "WHERE tenant = ? AND meeting_id = ?)", key_args)
-                for table in self.DERIVED_MEETING_TABLES:
-                    if table in tables:
-                        conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key_args)
-                for table in ("segments", "meeting_closures", "meeting_heads", "meetings"):
-                    conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND meeting_id = ?", key_args)
-        except sqlite3.Error as exc:
+                shas = self.database.remove_meeting(conn, tombstone, key)
+        except MeetingNotFound:
+            raise
+        except StoreError as exc:
             raise StoreError(f"deleting meeting {meeting_id!r} failed, nothing was removed: {exc}") from exc
         return tombstone, shas
 
     def tombstone(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> Tombstone | None:
         """The meeting's tombstone, if it was deleted."""
-        rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
-                         (tenant, meeting_id))
+        rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? AND meeting_id = ?",
+                          (tenant, meeting_id), tenant=tenant)
         return Tombstone(*rows[0]) if rows else None
 
     def tombstones(self, *, tenant: str | None = None) -> list[Tombstone]:
         """Every tombstone (of one tenant, or all), oldest deletion first."""
+        order = f"ORDER BY deleted_at, {self.dialect.ordinal}"
         if tenant is None:
-            rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions ORDER BY deleted_at, rowid")
+            rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions {order}", tenant=ALL_TENANTS)
         else:
-            rows = self.read(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? "
-                             "ORDER BY deleted_at, rowid", (tenant,))
+            rows = self._rows(f"SELECT {TOMBSTONE_COLUMNS} FROM meeting_deletions WHERE tenant = ? {order}",
+                              (tenant,), tenant=tenant)
         return [Tombstone(*r) for r in rows]
 
     def check_tombstone(self, tombstone: Tombstone, key: ReceiptKey) -> None:

@@ -12,9 +12,8 @@ default: nothing is deleted). A tenant's 0 days means "keep forever", whatever t
 Deleting goes through `TranscriptLog.delete_meeting`, as any deletion: each meeting leaves a signed
 tombstone whose reason names the policy.
 
-The decisions (`RetentionPolicy`) are the same on both backends; each log keeps the settings and reports its
-meetings' ages: the SQLite log through `RetentionSettings` below, the PostgreSQL one through
-store/pg/retention.py.
+The decisions (`RetentionPolicy`) and the settings (`RetentionSettings`, a part of the log) are written once
+for both backends.
 """
 
 from __future__ import annotations
@@ -23,12 +22,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from .database import ALL_TENANTS, Database, Dialect
 from .errors import InvalidSegment
 from .interchange import check_id
-
-if TYPE_CHECKING:
-    from .log import TranscriptLog
-    from .pg.log import PgTranscriptLog
 
 #: A meeting that stored a segment this recently is still receiving, closed or not: never deleted.
 ACTIVE_WINDOW = timedelta(days=1)
@@ -76,7 +72,7 @@ class Expired:
 class RetentionPolicy:
     """Per-tenant retention settings in the log's database, and which meetings they expire."""
 
-    def __init__(self, log: TranscriptLog | PgTranscriptLog, *, default_days: int | None = None) -> None:
+    def __init__(self, log: RetentionSettings, *, default_days: int | None = None) -> None:
         self.log = log
         self.default_days = default_days
 
@@ -130,34 +126,35 @@ class RetentionPolicy:
 
 
 class RetentionSettings:
-    """The SQLite log's retention settings and its meetings' ages (a part of `TranscriptLog`)."""
+    """The log's retention settings and its meetings' ages (a part of `Log`, written once for both engines;
+    the settings of every tenant are read across tenants, as the reaper applies them to all)."""
 
-    def _retention_table(self) -> None:
-        with self.transaction():
-            self.db.execute("CREATE TABLE IF NOT EXISTS retention_policy (tenant TEXT PRIMARY KEY, "
-                            "days INTEGER NOT NULL, set_at TEXT NOT NULL)")
+    if TYPE_CHECKING:  # the log's, which these methods use
+        database: Database
+        dialect: Dialect
 
     def retention_settings(self) -> dict[str, int]:
         """Each tenant's own retention setting in days (0: keep forever)."""
-        self._retention_table()
-        return {r[0]: int(r[1]) for r in self.read("SELECT tenant, days FROM retention_policy ORDER BY tenant")}
+        rows = self.database.rows("SELECT tenant, days FROM retention_policy ORDER BY tenant", tenant=ALL_TENANTS)
+        return {r[0]: int(r[1]) for r in rows}
 
     def set_retention(self, tenant: str, days: int | None) -> None:
         """Set a tenant's retention in days; None removes the tenant's own setting."""
-        self._retention_table()
-        with self.transaction():
+        with self.database.session(tenant) as conn:
             if days is None:
-                self.db.execute("DELETE FROM retention_policy WHERE tenant = ?", (tenant,))
+                conn.execute("DELETE FROM retention_policy WHERE tenant = ?", (tenant,))
             else:
-                self.db.execute("INSERT OR REPLACE INTO retention_policy VALUES (?, ?, ?)",
-                                (tenant, days, datetime.now(UTC).isoformat(timespec="microseconds")))
+                conn.execute("INSERT INTO retention_policy (tenant, days, set_at) VALUES (?, ?, ?) "
+                             "ON CONFLICT (tenant) DO UPDATE SET days = excluded.days, set_at = excluded.set_at",
+                             (tenant, days, datetime.now(UTC).isoformat(timespec="microseconds")))
 
     def meeting_ages(self, *, tenant: str | None = None) -> list[MeetingAge]:
         """Every meeting's age as retention reads it (`MeetingAge`), oldest first."""
-        return [MeetingAge(r[0], r[1], r[2], r[3], r[4], is_open(r[5], r[6])) for r in self.read(
-            AGES_SQL + ("WHERE m.tenant = ? " if tenant is not None else "") + "ORDER BY m.created_at, m.rowid",
-            (tenant,) if tenant is not None else (),
-        )]
+        sql = (AGES_SQL + ("WHERE m.tenant = ? " if tenant is not None else "")
+               + f"ORDER BY m.created_at, m.{self.dialect.ordinal}")
+        rows = self.database.rows(sql, (tenant,) if tenant is not None else (),
+                                  tenant=tenant if tenant is not None else ALL_TENANTS)
+        return [MeetingAge(r[0], r[1], r[2], r[3], r[4], is_open(r[5], r[6])) for r in rows]
 
 
 #: `(tenant, meeting_id, created_at, first and last arrival, newest chain position, newest closure's

@@ -6,7 +6,11 @@ refuses, whatever program opens it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sqlite_utils
+
+from .errors import StoreError
 
 # Deleting a meeting is the one way rows leave the log, and it has one narrow door: a DELETE of a meeting's
 # rows (segments, closures, head, the meeting itself) is allowed only once that meeting has a tombstone in
@@ -88,14 +92,23 @@ SCHEMA_TRIGGERS = [
        BEGIN SELECT RAISE(ABORT, 'a tombstone must be signed by the deleting server''s key: INSERT refused'); END""",
 ]
 
+_SPEAKER_NAME_TRIGGERS = [
+    """CREATE TRIGGER IF NOT EXISTS speaker_names_refuse_update BEFORE UPDATE ON speaker_names
+       BEGIN SELECT RAISE(ABORT, 'speaker names are append-only: UPDATE refused'); END""",
+    f"""CREATE TRIGGER IF NOT EXISTS speaker_names_refuse_delete BEFORE DELETE ON speaker_names WHEN {_NO_TOMBSTONE}
+       BEGIN SELECT RAISE(ABORT, 'speaker names are append-only: DELETE refused'); END""",
+]
+
 #: Triggers whose body changed since a database could have been made: dropped and made again on open.
 _REMADE_TRIGGERS = ("segments_refuse_delete", "meetings_refuse_delete", "closures_refuse_delete",
                     "heads_refuse_delete")
 
 
 
-def create_schema(db: sqlite_utils.Database) -> None:
-    """Create whatever of the schema is missing (inside the caller's write transaction)."""
+def _release_2026_12(db: sqlite_utils.Database) -> None:
+    """Step 1: the schema of the release that numbered its steps, from nothing or from any database an earlier
+    release made (every statement tolerates what is there already: tables, columns and triggers missing
+    are made; triggers whose body changed are made again)."""
     if "meetings" not in db.table_names():
         db["meetings"].create(
             {"tenant": str, "meeting_id": str, "created_at": str},
@@ -162,13 +175,70 @@ def create_schema(db: sqlite_utils.Database) -> None:
             "reason TEXT NOT NULL, segments INTEGER NOT NULL, head_pos INTEGER NOT NULL, head_hash TEXT NOT NULL, "
             "key_id TEXT NOT NULL, sig TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (tenant, meeting_id))"
         )
+    # Each tenant's retention in days (store/retention.py), 0: keep forever.
+    db.execute("CREATE TABLE IF NOT EXISTS retention_policy (tenant TEXT PRIMARY KEY, days INTEGER NOT NULL, "
+               "set_at TEXT NOT NULL)")
+    _derived_tables(db)
+    # Speaker names (store/speaker_map.py): versions appended, never rewritten; removed with the meeting only.
+    db.execute("CREATE TABLE IF NOT EXISTS speaker_names (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+               "label TEXT NOT NULL, version INTEGER NOT NULL, name TEXT, source TEXT NOT NULL, "
+               "set_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id, label, version))")
+    # Kept audio (store/audio.py): each chunk's row (its bytes are a file named by its sha256), and the policy.
+    db.execute("CREATE TABLE IF NOT EXISTS meeting_audio (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+               "device_id TEXT NOT NULL, chunk_seq INTEGER NOT NULL, start REAL NOT NULL, duration REAL NOT NULL, "
+               "sha256 TEXT NOT NULL, bytes INTEGER NOT NULL, codec TEXT NOT NULL, added_at TEXT NOT NULL, "
+               "PRIMARY KEY (tenant, meeting_id, device_id, chunk_seq))")
+    db.execute("CREATE TABLE IF NOT EXISTS audio_policy (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+               "keep INTEGER NOT NULL, set_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id))")
+    # Ask sessions (answers/sessions.py): the rounds of a conversation about a meeting.
+    db.execute("CREATE TABLE IF NOT EXISTS ask_turns (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+               "session_id TEXT NOT NULL, n INTEGER NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL, "
+               "evidence TEXT NOT NULL, asked_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id, session_id, n))")
+    # API tokens (cloud/auth.py): only a token's hash is stored.
+    db.execute("CREATE TABLE IF NOT EXISTS api_tokens (token_id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, "
+               "tenant TEXT NOT NULL, created_at TEXT NOT NULL, revoked_at TEXT, label TEXT, expires_at TEXT)")
+    if "expires_at" not in {row[1] for row in db.execute("PRAGMA table_info(api_tokens)").fetchall()}:
+        db.execute("ALTER TABLE api_tokens ADD COLUMN expires_at TEXT")  # a database from before tokens expired
     _migrate_meeting_metadata(db)
+    db.execute("CREATE TABLE IF NOT EXISTS segment_vectors (segment_id TEXT NOT NULL, model TEXT NOT NULL, "
+               "vector BLOB NOT NULL, PRIMARY KEY (segment_id, model))")  # the vector cache (store/index/search.py)
+
+
+#: The SQLite schema's numbered steps, oldest first: the database's `PRAGMA user_version` is how many it has
+#: applied. A change of schema is a new step appended here (never an edit of one that shipped); opening a
+#: database, or `meetmem db upgrade --db FILE`, applies the steps it lacks, in one transaction.
+SQLITE_STEPS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_release_2026_12,)
+SCHEMA_VERSION = len(SQLITE_STEPS)
+
+
+def schema_version(db: sqlite_utils.Database) -> int:
+    """How many of `SQLITE_STEPS` the database has applied (0: made before the steps were numbered, or new)."""
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def upgrade_schema(db: sqlite_utils.Database) -> tuple[int, int]:
+    """Apply the steps the database lacks (inside the caller's write transaction: all of them or none), and
+    make the refusals again (a trigger dropped by hand, or one of an older body, comes back on the next
+    open); returns the version before and after.
+
+    Raises:
+        StoreError: a newer meetmem upgraded the database past what this one knows.
+    """
+    before = schema_version(db)
+    if before > SCHEMA_VERSION:
+        raise StoreError(f"the database is at schema version {before}, this meetmem knows {SCHEMA_VERSION}: a newer "
+                         "meetmem upgraded it; run that version (or newer)")
+    for step in SQLITE_STEPS[before:]:
+        step(db)
+    if before != SCHEMA_VERSION:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     for name in _REMADE_TRIGGERS:
         row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).fetchone()
         if row is not None and "meeting_deletions" not in row[0]:
             db.execute(f"DROP TRIGGER {name}")
-    for statement in SCHEMA_TRIGGERS:
+    for statement in (*SCHEMA_TRIGGERS, *_SPEAKER_NAME_TRIGGERS):
         db.execute(statement)
+    return before, SCHEMA_VERSION
 
 
 #: The meeting's metadata (title, start with its time zone, participants as a JSON list), added in place to
@@ -181,3 +251,32 @@ def _migrate_meeting_metadata(db: sqlite_utils.Database) -> None:
     for name, kind in METADATA_COLUMNS:
         if name not in have:
             db.execute(f"ALTER TABLE meetings ADD COLUMN {name} {kind}")
+
+
+#: Bumped whenever the derived tables (summaries, ledger) change shape: older ones are dropped and remade from
+#: the log when next asked for (derived rows are not migrated).
+DERIVED_VERSION = 2
+
+
+def _derived_tables(db: sqlite_utils.Database) -> None:
+    """The tables of store/derived.py: L1 sections, the meeting's digest (L2, how far it reaches), the ledger."""
+    db.execute("CREATE TABLE IF NOT EXISTS derived_schema (name TEXT PRIMARY KEY, version INTEGER)")
+    row = db.execute("SELECT version FROM derived_schema WHERE name = 'digests'").fetchone()
+    if row is None or row[0] != DERIVED_VERSION:
+        for table in ("summary_sections", "meeting_digests", "ledger_items"):
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+        db.execute("INSERT OR REPLACE INTO derived_schema VALUES ('digests', ?)", (DERIVED_VERSION,))
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS summary_sections (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+        "section_key TEXT NOT NULL, idx INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL, "
+        "closed_by TEXT NOT NULL, segment_ids TEXT NOT NULL, backend TEXT NOT NULL, lines TEXT NOT NULL, "
+        "note TEXT, PRIMARY KEY (tenant, meeting_id, section_key))")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS meeting_digests (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+        "through_pos INTEGER NOT NULL, final INTEGER NOT NULL, open_from REAL, l2 TEXT NOT NULL, "
+        "l2_backend TEXT NOT NULL, l2_note TEXT, made_at TEXT NOT NULL, "
+        "ledger_notes TEXT NOT NULL DEFAULT '[]', PRIMARY KEY (tenant, meeting_id))")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS ledger_items (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
+        "ord INTEGER NOT NULL, item_id TEXT NOT NULL, kind TEXT NOT NULL, item TEXT NOT NULL, "
+        "PRIMARY KEY (tenant, meeting_id, ord))")

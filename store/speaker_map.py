@@ -6,29 +6,26 @@ label is its name now, and a correction never removes the one before (the databa
 DELETE except when the meeting itself is deleted under its tombstone). A row with no name withdraws one
 (the label is shown as itself again, and a suggested name is not applied).
 
-On PostgreSQL the table comes with the schema (migrations/versions/b21k01_speaker_names) and
-`store/pg/speaker_map.py` reads and writes it; `speaker_map_for(log)` picks the one for a log.
+The table and its refusals come with each engine's schema (store/schema.py; PostgreSQL's
+migrations/versions/b21k01_speaker_names); `SpeakerMap` reads and writes it on either.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidSegment, StoreError
+from .errors import InvalidSegment, MeetingNotFound, StoreError
 from .interchange import has_control_characters, is_valid_unicode
-from .log import DEFAULT_TENANT, TranscriptLog
+from .log import DEFAULT_TENANT, Log
 
 TABLE = "speaker_names"
 MAX_LABEL_CHARS = 100
 MAX_NAME_CHARS = 200
 MAX_LABELS = 200
-
-_NO_TOMBSTONE = ("NOT EXISTS (SELECT 1 FROM meeting_deletions d WHERE d.tenant = OLD.tenant "
-                 "AND d.meeting_id = OLD.meeting_id)")
-
 
 @dataclass(frozen=True, slots=True)
 class SpeakerName:
@@ -46,20 +43,17 @@ class SpeakerName:
 
 
 class SpeakerMap:
-    """The speaker names of every meeting in one SQLite log (the table is created on first use)."""
+    """The speaker names of every meeting in the log's database, on either engine (the table and its
+    refusals come with the schema: store/schema.py, and PostgreSQL's b21k01_speaker_names).
 
-    def __init__(self, log: TranscriptLog) -> None:
+    A new version is written under the meeting's lock, the one appends and deletion take, so two users
+    renaming the same label at once get versions n+1 and n+2 (never a clash), and no name is added to a
+    meeting being deleted.
+    """
+
+    def __init__(self, log: Log) -> None:
         self.log = log
-        with log.transaction():
-            log.db.execute(
-                f"CREATE TABLE IF NOT EXISTS {TABLE} (tenant TEXT NOT NULL, meeting_id TEXT NOT NULL, "
-                "label TEXT NOT NULL, version INTEGER NOT NULL, name TEXT, source TEXT NOT NULL, "
-                "set_at TEXT NOT NULL, PRIMARY KEY (tenant, meeting_id, label, version))")
-            log.db.execute(f"CREATE TRIGGER IF NOT EXISTS {TABLE}_refuse_update BEFORE UPDATE ON {TABLE} "
-                           "BEGIN SELECT RAISE(ABORT, 'speaker names are append-only: UPDATE refused'); END")
-            log.db.execute(f"CREATE TRIGGER IF NOT EXISTS {TABLE}_refuse_delete BEFORE DELETE ON {TABLE} "
-                           f"WHEN {_NO_TOMBSTONE} "
-                           "BEGIN SELECT RAISE(ABORT, 'speaker names are append-only: DELETE refused'); END")
+        self._order = f"ORDER BY label{log.dialect.byte_order}, version"  # labels in byte order on both
 
     def set(self, meeting_id: str, names: dict[str, str | None], *, tenant: str = DEFAULT_TENANT,
             source: str = "user") -> list[SpeakerName]:
@@ -67,25 +61,23 @@ class SpeakerMap:
 
         Raises:
             InvalidSegment: a label or name is empty, too long or not text (nothing is stored).
-            MeetingNotFound: no such meeting.
+            MeetingNotFound: no such meeting (or it was deleted meanwhile).
+            StoreError: the database refused (nothing is stored).
         """
         clean = checked_names(names)
         now = now_stamp()
         added: list[SpeakerName] = []
-        try:
-            with self.log.transaction():
-                self.log.require_meeting(meeting_id, tenant=tenant)
-                current = self.current(meeting_id, tenant=tenant)
-                for label, name in clean.items():
-                    before = current.get(label)
-                    if before is not None and before.name == name:
-                        continue
-                    version = before.version + 1 if before is not None else 1
-                    self.log.db.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                        (tenant, meeting_id, label, version, name, source, now))
-                    added.append(SpeakerName(label, name, version, source, now))
-        except sqlite3.Error as exc:
-            raise StoreError(f"storing the speaker names of {meeting_id!r} failed, nothing was stored: {exc}") from exc
+        with self._writing(meeting_id, tenant) as conn:
+            current = {e.label: e for e in map(_entry, conn.execute(
+                f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND meeting_id = ? "
+                f"{self._order}", (tenant, meeting_id)).fetchall())}
+            for label, name in clean.items():
+                before = current.get(label)
+                if before is not None and before.name == name:
+                    continue
+                version = before.version + 1 if before is not None else 1
+                added.append(SpeakerName(label, name, version, source, now))
+            self._insert(conn, tenant, meeting_id, added)
         return added
 
     def load(self, meeting_id: str, entries: list[SpeakerName], *, tenant: str = DEFAULT_TENANT) -> int:
@@ -93,29 +85,53 @@ class SpeakerMap:
         were new here (a version held already with the same content is skipped).
 
         Raises:
+            MeetingNotFound: the meeting is not here.
             StoreError: this database holds another content under one of the versions (nothing is stored).
         """
-        try:
-            with self.log.transaction():
-                self.log.require_meeting(meeting_id, tenant=tenant)
-                held = {(e.label, e.version): e for e in self.history(meeting_id, tenant=tenant)}
-                fresh = new_versions(meeting_id, held, entries)
-                for e in fresh:
-                    self.log.db.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                        (tenant, meeting_id, e.label, e.version, e.name, e.source, e.set_at))
-        except sqlite3.Error as exc:
-            raise StoreError(f"storing the speaker names of {meeting_id!r} failed, nothing was stored: {exc}") from exc
+        with self._writing(meeting_id, tenant) as conn:
+            held = {(e.label, e.version): e for e in map(_entry, conn.execute(
+                f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND meeting_id = ?",
+                (tenant, meeting_id)).fetchall())}
+            fresh = new_versions(meeting_id, held, entries)
+            self._insert(conn, tenant, meeting_id, fresh)
         return len(fresh)
+
+    @contextmanager
+    def _writing(self, meeting_id: str, tenant: str) -> Iterator[Any]:
+        """A session under the meeting's lock, for a meeting that is here; the database's refusal named."""
+        try:
+            with self.log.database.session(tenant, lock=meeting_id) as conn:
+                key = (tenant, meeting_id)
+                if conn.execute("SELECT 1 FROM meetings WHERE tenant = ? AND meeting_id = ?", key).fetchone() is None:
+                    gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = ? AND "
+                                        "meeting_id = ?", key).fetchone()
+                    raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0] if gone else None)
+                yield conn
+        except (MeetingNotFound, InvalidSegment):
+            raise
+        except StoreError as exc:
+            raise StoreError(f"storing the speaker names of {meeting_id!r} failed, nothing was stored: {exc}") from exc
+
+    @staticmethod
+    def _insert(conn: Any, tenant: str, meeting_id: str, entries: list[SpeakerName]) -> None:
+        if entries:
+            conn.executemany(f"INSERT INTO {TABLE} (tenant, meeting_id, label, version, name, source, set_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             [(tenant, meeting_id, e.label, e.version, e.name, e.source, e.set_at) for e in entries])
 
     def history(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
         """Every version, by label then version."""
-        rows = self.log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND "
-                             "meeting_id = ? ORDER BY label, version", (tenant, meeting_id))
-        return [SpeakerName(str(r[0]), r[1], int(r[2]), str(r[3]), str(r[4])) for r in rows]
+        rows = self.log.database.rows(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? "
+                                      f"AND meeting_id = ? {self._order}", (tenant, meeting_id), tenant=tenant)
+        return [_entry(r) for r in rows]
 
     def current(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> dict[str, SpeakerName]:
         """Each label's newest version."""
         return {entry.label: entry for entry in self.history(meeting_id, tenant=tenant)}
+
+
+def _entry(row: Any) -> SpeakerName:
+    return SpeakerName(str(row[0]), row[1], int(row[2]), str(row[3]), str(row[4]))
 
 
 def now_stamp() -> str:
@@ -123,12 +139,8 @@ def now_stamp() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def speaker_map_for(log: Any) -> Any:
-    """The speaker map of the log's database: `SpeakerMap` for SQLite, `PgSpeakerMap` for PostgreSQL."""
-    if getattr(log, "backend", "sqlite") == "postgres":
-        from .pg.speaker_map import PgSpeakerMap
-
-        return PgSpeakerMap(log)
+def speaker_map_for(log: Log) -> SpeakerMap:
+    """The speaker map of the log's database."""
     return SpeakerMap(log)
 
 
@@ -146,16 +158,9 @@ def new_versions(meeting_id: str, held: dict[tuple[str, int], SpeakerName],
     return fresh
 
 
-def read_history(log: Any, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
-    """Every version, by label then version, read without creating the table (a SQLite log no name was ever
-    set in has none; PostgreSQL's schema always has it)."""
-    if getattr(log, "backend", "sqlite") == "postgres":
-        return speaker_map_for(log).history(meeting_id, tenant=tenant)
-    if not log.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)):
-        return []
-    rows = log.read(f"SELECT label, name, version, source, set_at FROM {TABLE} WHERE tenant = ? AND meeting_id = ? "
-                    "ORDER BY label, version", (tenant, meeting_id))
-    return [SpeakerName(str(r[0]), r[1], int(r[2]), str(r[3]), str(r[4])) for r in rows]
+def read_history(log: Log, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[SpeakerName]:
+    """Every version, by label then version."""
+    return SpeakerMap(log).history(meeting_id, tenant=tenant)
 
 
 def checked_names(names: Any) -> dict[str, str | None]:

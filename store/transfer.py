@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .audio import audio_store_for
+from .backends import audio_store_for
 from .errors import StoreError
 from .speaker_map import read_history, speaker_map_for
 

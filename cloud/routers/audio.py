@@ -16,7 +16,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, Field, StrictBool
 
-from meetmem.store.audio import OGG_MEDIA_TYPE, AudioStore, InvalidAudio, RendersBusy, audio_store_for, ogg_info
+from meetmem.store.audio import OGG_MEDIA_TYPE, AudioStore, InvalidAudio, RendersBusy, ogg_info
+from meetmem.store.backends import audio_store_for
 from meetmem.store.errors import InvalidSegment
 
 from ..ranges import blob_response

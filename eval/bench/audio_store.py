@@ -62,7 +62,7 @@ def _ms(values: list[float]) -> dict[str, float]:
 
 def _measure(log: Any, chunks: list[bytes], chunk_seconds: float, reads: int) -> dict[str, Any]:
     from meetmem.cloud.audio_render import render_range
-    from meetmem.store.audio import audio_store_for
+    from meetmem.store.backends import audio_store_for
     from meetmem.store.records import SegmentInput
 
     log.append("bench", "glasses", [SegmentInput(seq=0, start=0.0, end=1.0, text="the audio bench")], tenant="acme")

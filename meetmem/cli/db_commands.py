@@ -1,7 +1,9 @@
-"""The PostgreSQL store's administration: `meetmem db upgrade` / `db current`, and `meetmem migrate`.
+"""The store's administration: `meetmem db upgrade` / `db current`, and `meetmem migrate`.
 
-SQLite needs none of it (the file makes its own schema on open). A PostgreSQL database is upgraded by its
-owner, once per release, before the service (which runs as the role `meetmem_app`) starts on it.
+Both engines' schemas are versioned: PostgreSQL's as Alembic revisions, upgraded by the database's owner once
+per release before the service (which runs as the role `meetmem_app`) starts on it; SQLite's as numbered
+steps (store/schema.py, the file's `user_version`), which opening the file applies too, so `db upgrade --db
+FILE` is only ever needed to see what was done.
 """
 
 from __future__ import annotations
@@ -16,20 +18,49 @@ from .progress import note
 from .store_commands import emit_json
 
 
-def _database(args: argparse.Namespace, ctx: CommandContext) -> str:
+def _database(args: argparse.Namespace, ctx: CommandContext) -> str | None:
+    """The PostgreSQL URL the command names, or None for the SQLite file (`--db`)."""
     from meetmem.store.pg import is_postgres_url
 
     url = ctx.settings.database_url
-    if not url or not is_postgres_url(url):
-        raise InvalidSegment("name the PostgreSQL database: --database postgresql://... or MEETMEM_DATABASE_URL "
-                             "(the SQLite file needs no upgrade: it makes its schema when opened)")
-    return url
+    if url and not is_postgres_url(url):
+        raise InvalidSegment(f"--database {url!r} is not a postgresql:// URL; name a SQLite file with --db FILE")
+    return url or None
+
+
+def _sqlite_versions(ctx: CommandContext, *, upgrade: bool) -> tuple[str, int, int]:
+    """The SQLite file's path and its schema version before and after (opening it applies missing steps)."""
+    from meetmem.store.log import TranscriptLog
+    from meetmem.store.schema import SCHEMA_VERSION, schema_version
+
+    path = ctx.settings.db
+    if not upgrade:
+        import sqlite3
+
+        if not path.is_file():
+            raise InvalidSegment(f"--db {path}: no such database file")
+        with sqlite3.connect(path) as conn:
+            current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        return str(path), current, SCHEMA_VERSION
+    with TranscriptLog(path) as log:
+        before, after = log.database.upgraded
+        assert schema_version(log.db) == after
+    return str(path), before, after
 
 
 def cmd_db_upgrade(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.store.pg import migrate
 
     url = _database(args, ctx)
+    if url is None:
+        path, before, after = _sqlite_versions(ctx, upgrade=True)
+        if args.json:
+            emit_json({"database": path, "before": before, "after": after, "head": after})
+        elif before == after:
+            print(f"{path}: at schema version {after}, the newest; nothing to do")
+        else:
+            print(f"{path}: upgraded from schema version {before} to {after}")
+        return 0
     before, after = migrate.upgrade(url)
     if args.json:
         emit_json({"database": migrate.redact(url), "before": before, "after": after, "head": migrate.head_revision()})
@@ -44,12 +75,17 @@ def cmd_db_current(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.store.pg import migrate
 
     url = _database(args, ctx)
-    current, head = migrate.current_revision(url), migrate.head_revision()
+    if url is None:
+        path, current, head = _sqlite_versions(ctx, upgrade=False)
+        shown = path
+    else:
+        current, head = migrate.current_revision(url), migrate.head_revision()
+        shown = migrate.redact(url)
     if args.json:
-        emit_json({"database": migrate.redact(url), "current": current, "head": head, "up_to_date": current == head})
+        emit_json({"database": shown, "current": current, "head": head, "up_to_date": current == head})
     else:
         state = "up to date" if current == head else f"behind: run `meetmem db upgrade` (newest is {head})"
-        print(f"{migrate.redact(url)}: revision {current or 'none'}, {state}")
+        print(f"{shown}: revision {current if current is not None else 'none'}, {state}")
     return 0 if current == head else 1
 
 
@@ -92,8 +128,9 @@ def cmd_migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 def add_db_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("db", help="the PostgreSQL database's schema: upgrade, current",
-                       description="Schema migrations of a PostgreSQL store (Alembic; SQLite needs none).")
+    p = sub.add_parser("db", help="the database's schema: upgrade, current",
+                       description="Schema migrations: a PostgreSQL store's Alembic revisions (--database URL), or a "
+                       "SQLite file's numbered steps (--db FILE; opening the file applies them too).")
     db_sub = p.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     q = db_sub.add_parser("upgrade", parents=[common], help="bring the database's schema to the newest revision "
                           "(run as the database's owner; a database already there is left alone)")

@@ -62,7 +62,7 @@ def ogg_audio(path: Path, *, quiet: bool = False) -> bytes:
 def attach_audio(meeting_id: str, data: bytes, path: str, ctx: CommandContext) -> dict[str, object]:
     """Keep `data` (Ogg, from `ogg_audio(path)`) as the meeting's audio from the meeting's start (the CLI's
     `ingest --audio`)."""
-    from meetmem.store.audio import audio_store_for
+    from meetmem.store.backends import audio_store_for
 
     store = audio_store_for(ctx.log)
     existing = store.get(meeting_id, FILE_AUDIO_DEVICE, 0, tenant=ctx.tenant)
@@ -78,7 +78,7 @@ def attach_audio(meeting_id: str, data: bytes, path: str, ctx: CommandContext) -
 
 
 def cmd_audio_delete(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from meetmem.store.audio import audio_store_for
+    from meetmem.store.backends import audio_store_for
 
     removed = audio_store_for(ctx.log).delete(args.meeting_id, tenant=ctx.tenant)
     if args.json:

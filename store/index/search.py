@@ -103,7 +103,6 @@ class TranscriptSearch:
         self.background_embedding = False
         self._lock = threading.Lock()
         self.query_adapters = QueryAdapters(speaker=self.options.embed_speaker) if self.options.query_adapter else None
-        self._ensure_vector_table()
 
     @property
     def embedder(self) -> Embedder | None:
@@ -114,17 +113,7 @@ class TranscriptSearch:
     @property
     def _caches_vectors(self) -> bool:
         # The vector cache is a table beside the SQLite log; on PostgreSQL vectors are recomputed for now.
-        return getattr(self.log, "backend", "sqlite") == "sqlite"
-
-    def _ensure_vector_table(self) -> None:
-        if not self._caches_vectors:
-            return
-        with self.log.transaction():
-            self.log.db.execute(
-                "CREATE TABLE IF NOT EXISTS segment_vectors ("
-                "segment_id TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, "
-                "PRIMARY KEY (segment_id, model))"
-            )
+        return self.log.dialect.backend == "sqlite"
 
     def vectors_for(
         self,

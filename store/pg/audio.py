@@ -1,4 +1,4 @@
-"""A meeting's kept audio in PostgreSQL: `store.audio.AudioStore`'s methods, the bytes in the database.
+"""A meeting's kept audio in PostgreSQL: `store.audio.MeetingAudio` with the bytes in the database.
 
 API processes on PostgreSQL keep nothing of their own and may run on different machines, so the chunks are
 `bytea` rows (the schema, with the reasons against large objects, is migrations/versions/b22a01_audio):
@@ -11,7 +11,6 @@ shared by every process, and goes with the chunks.
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -19,40 +18,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..audio import (
-    READ_BLOCK,
-    AudioBlob,
-    AudioChunk,
-    Renderer,
-    SharedRenders,
-    check_chunk_place,
-    keep_decision,
-    ogg_info,
-    render_key,
-)
-from ..errors import MeetingNotFound, SequenceError
+from ..audio import READ_BLOCK, AudioBlob, AudioChunk, MeetingAudio, Renderer, render_key
 from ..log import DEFAULT_TENANT
-from .connections import ALL_TENANTS
-from .log import PgTranscriptLog
 
 #: Rendered stretches one meeting keeps (as `cloud.audio_render.KEEP_RENDERED` does on disk).
 KEEP_RENDERED = 8
 
-_COLUMNS = "meeting_id, device_id, chunk_seq, start, duration, sha256, bytes, codec, added_at, tenant"
 
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _chunk(row: Sequence[Any]) -> AudioChunk:
-    meeting_id, device_id, chunk_seq, start, duration, sha, size, codec, added_at, tenant = row
-    return AudioChunk(meeting_id, device_id, int(chunk_seq), float(start), float(duration), sha, int(size), codec,
-                      None, added_at, tenant)
-
-
-class PgAudioStore:
-    """The audio of every meeting in the log's PostgreSQL database.
+class PgAudioStore(MeetingAudio):
+    """The audio of every meeting in the log's PostgreSQL database, the bytes in its rows (the rows and the
+    policy are `MeetingAudio`'s, written once for both engines).
 
     Args:
         log: the transcript log whose database holds the chunks.
@@ -61,87 +36,11 @@ class PgAudioStore:
 
     backend = "postgres"
 
-    def __init__(self, log: PgTranscriptLog, *, default_keep: bool = False) -> None:
-        self.log = log
-        self.default_keep = default_keep
-        self.renders = SharedRenders()
-
-    # -- policy -------------------------------------------------------------------------------------------
-    def set_policy(self, keep: bool, *, tenant: str = DEFAULT_TENANT, meeting_id: str | None = None,
-                   set_at: str | None = None) -> None:
-        """Keep (or refuse) uploaded audio for one meeting, or for the whole tenant when `meeting_id` is None."""
-        with self.log._session(tenant) as conn:
-            conn.execute("INSERT INTO audio_policy (tenant, meeting_id, keep, set_at) VALUES (%s, %s, %s, %s) "
-                         "ON CONFLICT (tenant, meeting_id) DO UPDATE SET keep = excluded.keep, "
-                         "set_at = excluded.set_at",
-                         (tenant, meeting_id or "", bool(keep), set_at or _now()))
-
-    def keeps(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> tuple[bool, str]:
-        """Whether uploaded audio is kept for this meeting, and which setting decided it."""
-        rows = self.log._rows("SELECT meeting_id, keep FROM audio_policy WHERE tenant = %s AND meeting_id IN (%s, '')",
-                              (tenant, meeting_id), tenant=tenant)
-        return keep_decision(rows, meeting_id, self.default_keep)
-
-    def policies(self) -> list[tuple[str, str | None, bool, str]]:
-        """Every setting of every tenant: `(tenant, meeting_id or None for the tenant's, keep, set_at)`."""
-        rows = self.log._rows('SELECT tenant, meeting_id, keep, set_at FROM audio_policy ORDER BY tenant COLLATE "C", '
-                              'meeting_id COLLATE "C"', tenant=ALL_TENANTS)
-        return [(str(r[0]), str(r[1]) or None, bool(r[2]), str(r[3])) for r in rows]
-
-    # -- chunks -------------------------------------------------------------------------------------------
-    def add(self, meeting_id: str, device_id: str, chunk_seq: int, data: bytes, *, start: float,
-            tenant: str = DEFAULT_TENANT, added_at: str | None = None) -> tuple[AudioChunk, bool]:
-        """Store one chunk (as `AudioStore.add`): idempotent by `(device_id, chunk_seq)`.
-
-        Raises:
-            MeetingNotFound: the tenant has no such meeting (or it was deleted meanwhile).
-            InvalidAudio: not Ogg Opus/Vorbis, or a negative start.
-            SequenceError: that chunk is already stored with other bytes.
-            StoreError: the database refused (nothing is stored).
-        """
-        check_chunk_place(chunk_seq, start)
-        info = ogg_info(data)
-        sha = hashlib.sha256(data).hexdigest()
-        key = (tenant, meeting_id)
-        with self.log._session(tenant) as conn:
-            self.log._lock_meeting(conn, tenant, meeting_id)
-            if conn.execute("SELECT 1 FROM meetings WHERE tenant = %s AND meeting_id = %s", key).fetchone() is None:
-                gone = conn.execute("SELECT deleted_at FROM meeting_deletions WHERE tenant = %s AND meeting_id = %s",
-                                    key).fetchone()
-                raise MeetingNotFound(tenant, meeting_id, deleted_at=gone[0] if gone else None)
-            row = conn.execute(f"SELECT {_COLUMNS} FROM meeting_audio WHERE tenant = %s AND meeting_id = %s AND "
-                               "device_id = %s AND chunk_seq = %s", (*key, device_id, chunk_seq)).fetchone()
-            if row is not None:
-                existing = _chunk(row)
-                if existing.sha256 != sha:
-                    raise SequenceError(f"audio chunk {chunk_seq} of device {device_id!r} is already stored with "
-                                        "other content; a device's chunk numbers must not be reused")
-                return existing, False
-            # %b: the bytes go in binary, not as an escaped text twice their size.
-            row = conn.execute(
-                "INSERT INTO meeting_audio (tenant, meeting_id, device_id, chunk_seq, start, duration, sha256, bytes, "
-                f"codec, added_at, data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %b) RETURNING {_COLUMNS}",
-                (*key, device_id, chunk_seq, float(start), info.duration, sha, len(data), info.codec,
-                 added_at or _now(), data)).fetchone()
-        return _chunk(row), True
-
-    def get(self, meeting_id: str, device_id: str, chunk_seq: int, *,
-            tenant: str = DEFAULT_TENANT) -> AudioChunk | None:
-        rows = self.log._rows(f"SELECT {_COLUMNS} FROM meeting_audio WHERE tenant = %s AND meeting_id = %s AND "
-                              "device_id = %s AND chunk_seq = %s", (tenant, meeting_id, device_id, chunk_seq),
-                              tenant=tenant)
-        return _chunk(rows[0]) if rows else None
-
-    def chunks(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[AudioChunk]:
-        """The meeting's chunks ordered by start (then device and chunk seq, in byte order as SQLite sorts)."""
-        rows = self.log._rows(f"SELECT {_COLUMNS} FROM meeting_audio WHERE tenant = %s AND meeting_id = %s "
-                              'ORDER BY start, device_id COLLATE "C", chunk_seq', (tenant, meeting_id), tenant=tenant)
-        return [_chunk(r) for r in rows]
-
-    def chunk_seqs(self, meeting_id: str, device_id: str, *, tenant: str = DEFAULT_TENANT) -> list[int]:
-        rows = self.log._rows("SELECT chunk_seq FROM meeting_audio WHERE tenant = %s AND meeting_id = %s AND "
-                              "device_id = %s ORDER BY chunk_seq", (tenant, meeting_id, device_id), tenant=tenant)
-        return [int(r[0]) for r in rows]
+    def _store(self, conn: Any, values: tuple[Any, ...], staged: bytes, sha: str) -> None:
+        # %b: the bytes go in binary, not as an escaped text twice their size.
+        conn.execute("INSERT INTO meeting_audio (tenant, meeting_id, device_id, chunk_seq, start, duration, sha256, "
+                     "bytes, codec, added_at, data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %b)",
+                     (*values, staged))
 
     def _read(self, table: str, where: str, params: tuple[Any, ...], first: int, last: int,
               tenant: str) -> Iterator[bytes]:
@@ -150,7 +49,7 @@ class PgAudioStore:
         pos = first
         while pos <= last:
             size = min(READ_BLOCK, last - pos + 1)
-            with self.log._session(tenant) as conn:
+            with self.log.database.session(tenant) as conn:
                 row = conn.execute(f"SELECT substring(data FROM %s FOR %s) FROM {table} WHERE {where}",
                                    (pos + 1, size, *params), binary=True).fetchone()
             if row is None or not row[0]:
@@ -181,18 +80,20 @@ class PgAudioStore:
         """`[start, end]` of the meeting made from `chunks` by `renderer`, once, then kept in the database for
         every process (the few most recent per meeting)."""
         key = render_key(chunks, start, end)
-        held = self.log._rows("SELECT bytes FROM meeting_audio_rendered WHERE tenant = %s AND meeting_id = %s AND "
-                              "render_key = %s", (tenant, meeting_id, key), tenant=tenant)
+        held = self._held(meeting_id, key, tenant)
         if held:
             return self._rendered_blob(meeting_id, key, int(held[0][0]), tenant)
         # Requests for this stretch while it is made (in this process) share the one render.
         return self.renders.run((tenant, meeting_id, key),
                                 lambda: self._render(meeting_id, chunks, start, end, key, renderer, tenant))
 
+    def _held(self, meeting_id: str, key: str, tenant: str) -> list[tuple[Any, ...]]:
+        return self.log.database.rows("SELECT bytes FROM meeting_audio_rendered WHERE tenant = ? AND meeting_id = ? "
+                                      "AND render_key = ?", (tenant, meeting_id, key), tenant=tenant)
+
     def _render(self, meeting_id: str, chunks: Sequence[AudioChunk], start: float, end: float, key: str,
                 renderer: Renderer, tenant: str) -> AudioBlob:
-        held = self.log._rows("SELECT bytes FROM meeting_audio_rendered WHERE tenant = %s AND meeting_id = %s AND "
-                              "render_key = %s", (tenant, meeting_id, key), tenant=tenant)
+        held = self._held(meeting_id, key, tenant)
         if held:  # made by another process while this one waited for a slot
             return self._rendered_blob(meeting_id, key, int(held[0][0]), tenant)
         with tempfile.TemporaryDirectory(prefix="meetmem-audio-") as tmp:
@@ -203,8 +104,7 @@ class PgAudioStore:
                 local.append(replace(chunk, path=path))
             data = renderer(local, start, end, Path(tmp) / "rendered").read_bytes()
         wanted = [(c.device_id, c.chunk_seq, c.sha256) for c in chunks]
-        with self.log._session(tenant) as conn:
-            self.log._lock_meeting(conn, tenant, meeting_id)
+        with self.log.database.session(tenant, lock=meeting_id) as conn:
             present = conn.execute(
                 "SELECT COUNT(*) FROM meeting_audio a JOIN unnest(%s::text[], %s::bigint[], %s::text[]) "
                 "AS w(device_id, chunk_seq, sha256) USING (device_id, chunk_seq, sha256) "
@@ -227,7 +127,7 @@ class PgAudioStore:
     def verify(self, meeting_id: str, *, tenant: str = DEFAULT_TENANT) -> list[str]:
         """Problems with the meeting's stored audio (bytes not matching their recorded sha256 or size); the
         database refuses such rows, so only someone who switched its checks off could leave one."""
-        rows = self.log._rows("SELECT device_id, chunk_seq, encode(sha256(data), 'hex') = sha256, "
+        rows = self.log.database.rows("SELECT device_id, chunk_seq, encode(sha256(data), 'hex') = sha256, "
                               "octet_length(data) = bytes FROM meeting_audio WHERE tenant = %s AND meeting_id = %s "
                               'ORDER BY start, device_id COLLATE "C", chunk_seq', (tenant, meeting_id), tenant=tenant)
         problems = []
@@ -244,8 +144,7 @@ class PgAudioStore:
         The transcript log is not touched: its rows and hash chain stay exactly as they were.
         """
         self.log.require_meeting(meeting_id, tenant=tenant)
-        with self.log._session(tenant) as conn:
-            self.log._lock_meeting(conn, tenant, meeting_id)
+        with self.log.database.session(tenant, lock=meeting_id) as conn:
             gone = conn.execute("DELETE FROM meeting_audio WHERE tenant = %s AND meeting_id = %s RETURNING 1",
                                 (tenant, meeting_id)).fetchall()
         return len(gone)

@@ -1,10 +1,13 @@
-"""The PostgreSQL log's connections: a small pool, each connection acting as the service's role.
+"""The PostgreSQL adapter of `store/database.py`: a small pool of connections, each acting as the service's role.
 
-A transaction (`_session`) runs on a pooled connection and serves one tenant: it sets `app.tenant`, which
-row-level security reads. A pooled connection the server dropped (PostgreSQL restarted, an operator ended it)
-is replaced before anything is done on it, and the other idle ones are dropped with it. The driver's errors
-are converted here, at the boundary: a lost or unreachable server is `DatabaseUnavailable` (the API answers
-503 with the reason), a refused UPDATE or DELETE of the log is `ImmutableLog`, any other is a `StoreError`.
+A transaction (`session`) runs on a pooled connection and serves one tenant: it sets `app.tenant`, which
+row-level security reads; `lock=meeting_id` takes the meeting's advisory lock, so one writer at a time holds
+it across every process; `snapshot=True` reads on one REPEATABLE READ snapshot. The stores' SQL, written with
+`?` placeholders, is given psycopg's `%s` here. A pooled connection the server dropped (PostgreSQL
+restarted, an operator ended it) is replaced before anything is done on it, and the other idle ones are
+dropped with it. The driver's errors are converted here, at the boundary: a lost or unreachable server is
+`DatabaseUnavailable` (the API answers 503 with the reason), a refused UPDATE or DELETE of the log is
+`ImmutableLog`, a unique key another writer took first is `WriteConflict`, any other is a `StoreError`.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..database import ALL_TENANTS, POSTGRES, WriteConflict
 from ..errors import DatabaseUnavailable, ImmutableLog, StoreError
+from ..tombstones import Tombstone
 from . import migrate, require_psycopg
 
 APP_ROLE = "meetmem_app"
-#: The tenant setting that reads every tenant (and, by the policies, writes none).
-ALL_TENANTS = "*"
 POOL_SIZE = 8
+__all__ = ["ALL_TENANTS", "APP_ROLE", "POOL_SIZE", "PgDatabase", "unavailable_reason"]
 
 
 def unavailable_reason(exc: BaseException) -> str:
@@ -36,8 +40,32 @@ def unavailable_reason(exc: BaseException) -> str:
     return text.rsplit("failed: ", 1)[-1][:200] or type(exc).__name__
 
 
-class PgConnections:
-    """Pooled connections to one PostgreSQL database, the base of `PgTranscriptLog`.
+def _dialect(sql: str) -> str:
+    # The stores write `?`; psycopg reads `%s` (SQL already in psycopg's form passes as it is).
+    return sql.replace("?", "%s") if "?" in sql else sql
+
+
+class PgSession:
+    """A psycopg connection inside one transaction that takes the stores' `?` placeholders."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] = (), **options: Any) -> Any:
+        return self.raw.execute(_dialect(sql), params, **options)
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany(_dialect(sql), rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+class PgDatabase:
+    """Pooled connections to one PostgreSQL database (see the module's text).
 
     Args:
         url: `postgresql://user[:password]@host:port/database`; the user must be `meetmem_app` or a member
@@ -45,6 +73,8 @@ class PgConnections:
         pool_size: idle connections kept open between transactions (more at once open one each and close it
             after).
     """
+
+    dialect = POSTGRES
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
         self.url = url
@@ -132,6 +162,12 @@ class PgConnections:
             if not keep:
                 conn.close()
 
+    @property
+    def idle(self) -> int:
+        """How many connections wait in the pool."""
+        with self._pool_lock:
+            return len(self._pool)
+
     def _drop_idle(self) -> None:
         """Close the idle pooled connections (after one failed: they reach the same server, likely lost too)."""
         with self._pool_lock:
@@ -139,9 +175,48 @@ class PgConnections:
         for conn in pool:
             conn.close()
 
-    def _rows(self, sql: str, params: Sequence[Any] = (), *, tenant: str) -> list[tuple[Any, ...]]:
+    @contextmanager
+    def session(self, tenant: str, *, lock: str | None = None, snapshot: bool = False) -> Iterator[PgSession]:
+        """One transaction (`store/database.py`), serving `tenant`; a unique key another writer took first is
+        `WriteConflict`."""
+        psycopg = self._psycopg
+        try:
+            with self._session(tenant, isolation="REPEATABLE READ" if snapshot else None) as raw:
+                if lock is not None:
+                    # One writer per meeting at a time, across processes; released at commit or rollback.
+                    raw.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{tenant}\x1f{lock}",))
+                yield PgSession(raw)
+        except StoreError as exc:
+            conflict = isinstance(exc.__cause__, psycopg.errors.IntegrityError)
+            if conflict and not isinstance(exc, ImmutableLog | WriteConflict):
+                raise WriteConflict(str(exc)) from exc.__cause__
+            raise
+
+    def rows(self, sql: str, params: Sequence[Any] = (), *, tenant: str) -> list[tuple[Any, ...]]:
+        """One read of committed data, serving `tenant`."""
         with self._session(tenant) as conn:
-            return conn.execute(sql, params).fetchall()
+            return conn.execute(_dialect(sql), params).fetchall()
+
+    # -- what only PostgreSQL does -----------------------------------------------------------------------
+    @staticmethod
+    def remove_meeting(conn: PgSession, tombstone: Tombstone, key: Any) -> list[str]:
+        """Inside a session: the schema's `meetmem_delete_meeting` writes the tombstone and removes the meeting
+        with everything derived from it (the service's role may not DELETE itself). The audio's bytes are rows
+        here (store/pg/audio.py), so no files are left to remove after the commit: returns []."""
+        t = tombstone
+        conn.execute("SELECT meetmem_delete_meeting(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
+                      t.key_id, t.sig, t.version))
+        return []
+
+    @staticmethod
+    def import_tombstone(conn: PgSession, tombstone: Tombstone) -> None:
+        """Inside a session: keep another database's tombstone as signed, through the schema's
+        `meetmem_import_tombstone` (the service's role cannot write tombstones itself)."""
+        t = tombstone
+        conn.execute("SELECT meetmem_import_tombstone(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (t.tenant, t.meeting_id, t.deleted_at, t.reason, t.segments, t.head_pos, t.head_hash,
+                      t.key_id, t.sig, t.version))
 
     def close(self) -> None:
         with self._pool_lock:

@@ -39,10 +39,11 @@ from ..index.embedder_routes import EmbedderRoutes
 from ..index.errors import SearchError
 from ..index.fusion import adaptive_weights, coverage, fuse, with_neighbours
 from ..index.query_adapters import QueryAdapters
-from ..index.search_types import SearchFilters, SearchOptions, vector_key
+from ..index.search_types import SearchFilters, vector_key
 from ..index.tokenize import MeetingTokenizer
 from .lexemes import quote_lexeme, tsquery_literal
 from .search_across import PgSearchAcross
+from .search_options import DenseRanking, PgSearchOptions
 from .search_rows import PgSearchRows
 
 if TYPE_CHECKING:
@@ -52,23 +53,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KeywordRanking = Literal["bm25", "fts", "fts_cd"]
-DenseRanking = Literal["exact", "hnsw"]
 
 #: The service's database role (store/pg migrations revision 0001).
 APP_ROLE = "meetmem_app"
 #: Models whose vectors have an HNSW index (a partial expression index per model: see the migration).
 HNSW_INDEXED: dict[str, int] = {"minilm+speaker": 384}
-
-
-@dataclass(frozen=True, slots=True)
-class PgSearchOptions:
-    """How the Postgres search ranks: `keyword` and `dense` (see the module), HNSW's `ef_search`."""
-
-    keyword: KeywordRanking = "bm25"
-    dense: DenseRanking = "exact"
-    ef_search: int = 200  # recall@10 0.94 at 1M segments (100: 0.87); docs/BENCHMARKS.md, issue 20
-    fusion: SearchOptions = field(default_factory=SearchOptions)
 
 
 @dataclass(frozen=True, slots=True)

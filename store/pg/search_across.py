@@ -16,7 +16,7 @@ from .lexemes import tsquery_literal
 if TYPE_CHECKING:
     import numpy as np
 
-    from .search import DenseRanking
+    from .search_options import DenseRanking
 
 
 class PgSearchAcross:

@@ -20,7 +20,7 @@ from .lexemes import tsvector_literal
 if TYPE_CHECKING:
     from ..index.embedder_routes import EmbedderRoutes
     from ..index.tokenize import MeetingTokenizer
-    from .search import PgSearchOptions
+    from .search_options import PgSearchOptions
 
 
 class PgSearchRows:

@@ -14,8 +14,7 @@ import pytest
 import srt
 import webvtt
 
-from meetmem.store.audio import audio_store_for
-from meetmem.store.backends import open_log
+from meetmem.store.backends import audio_store_for, open_log
 
 BACKENDS = ("sqlite", "postgres")
 MEETING = "launch"

@@ -15,7 +15,8 @@ import srt
 import webvtt
 
 from meetmem.edge.recording import OggOpusWriter
-from meetmem.store.audio import audio_store_for, ogg_info
+from meetmem.store.audio import ogg_info
+from meetmem.store.backends import audio_store_for
 from meetmem.store.interchange import read_jsonl
 
 BACKENDS = ("sqlite", "postgres")

@@ -89,7 +89,7 @@ def test_delete_a_meeting_everywhere(make_api: Any) -> None:
     service = api.service
     assert ("acme", "hw") not in service.search._meetings
     assert ("acme", "hw") not in service.digester._live
-    assert not [k for k in service.sessions._sessions if k[:2] == ("acme", "hw")]
+    # (Ask sessions are rows of the database, removed with the meeting: see the language-model test below.)
 
     # Its id stays taken: a device catching up is told, not silently given a new meeting.
     r = api.client.post("/v1/meetings/hw/segments", headers=headers,

@@ -6,8 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from meetmem.store.audio import audio_store_for
-from meetmem.store.backends import open_log
+from meetmem.store.backends import audio_store_for, open_log
 from meetmem.store.meeting_meta import MeetingMeta
 from meetmem.store.receipts import ReceiptKey
 from meetmem.store.records import SegmentInput

@@ -141,7 +141,7 @@ def test_a_worker_killed_mid_job_leaves_it_to_another_which_finishes_it_once(pg_
 
 def test_a_worker_makes_the_digest_a_job_asks_for(pg_url: str, cli_command, tmp_path) -> None:
     from meetmem.cloud.jobs import DIGEST_TASK, JobQueue
-    from meetmem.store.pg.derived import PgDerivedStore
+    from meetmem.store.derived import DerivedStore
     from meetmem.store.pg.log import PgTranscriptLog
     from meetmem.store.records import SegmentInput
 
@@ -163,7 +163,7 @@ def test_a_worker_makes_the_digest_a_job_asks_for(pg_url: str, cli_command, tmp_
         finally:
             worker.send_signal(signal.SIGTERM)
             worker.wait(timeout=30)
-        digest = PgDerivedStore(log).load(TENANT, MEETING)
+        digest = DerivedStore(log).load(TENANT, MEETING)
         assert digest is not None and digest.through_pos == log.last_chain_pos(MEETING, tenant=TENANT)
         assert any("aluminium" in item.text for item in digest.ledger if item.kind == "decision")
     finally:

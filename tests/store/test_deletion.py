@@ -212,13 +212,13 @@ class _FailingConnection:
 def test_a_deletion_that_fails_half_way_leaves_everything(log: TranscriptLog, key: ReceiptKey, fail_at: str) -> None:
     _fill(log, "m1")
     before = _rows(log, "local", "m1")
-    real = log._conn
-    log._conn = _FailingConnection(real, fail_at)  # type: ignore[assignment]
+    real = log.database.conn
+    log.database.conn = _FailingConnection(real, fail_at)  # type: ignore[assignment]
     try:
         with pytest.raises(StoreError, match="nothing was removed"):
             log.delete_meeting("m1", key=key)
     finally:
-        log._conn = real
+        log.database.conn = real
     assert _rows(log, "local", "m1") == before
     assert log.tombstone("m1") is None and log.verify("m1").ok
     assert AudioStore(log).chunks("m1")[0].path.exists()
@@ -247,7 +247,7 @@ def test_a_process_killed_mid_deletion_leaves_everything(tmp_path: Path, key: Re
                 return getattr(self._conn, name)
 
         log = TranscriptLog({str(db)!r})
-        log._conn = Dying(log._conn)
+        log.database.conn = Dying(log.database.conn)
         log.delete_meeting("m1", key=ReceiptKey.load({str(tmp_path / 'receipt-key')!r}))
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

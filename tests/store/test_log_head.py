@@ -122,8 +122,9 @@ def test_a_database_from_before_heads_gets_them_from_its_chains(tmp_path: Path, 
     with TranscriptLog(path) as log:
         log.append("m", "g1", segments_factory(TEXTS[:4]))
     with closing(sqlite3.connect(path)) as conn:
+        # A database from before heads, which was made before the schema's steps were numbered (version 0).
         for sql in ("DROP TRIGGER heads_refuse_delete", "DROP TRIGGER heads_refuse_going_back",
-                    "DROP TABLE meeting_heads"):
+                    "DROP TABLE meeting_heads", "PRAGMA user_version = 0"):
             conn.execute(sql)
         conn.commit()
     with TranscriptLog(path) as log:

@@ -89,6 +89,7 @@ def test_an_old_database_is_upgraded_in_place(tmp_path: Path) -> None:
         CREATE TABLE meetings_old AS SELECT tenant, meeting_id, created_at FROM meetings;
         DROP TABLE meetings;
         ALTER TABLE meetings_old RENAME TO meetings;
+        PRAGMA user_version = 0;  -- made before the schema's steps were numbered
     """)
     conn.close()
     with TranscriptLog(path) as log:

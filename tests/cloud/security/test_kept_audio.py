@@ -17,7 +17,8 @@ import pytest
 from meetmem.cloud.audio_render import render_range
 from meetmem.cloud.ranges import parse_range
 from meetmem.edge.recording import OggOpusWriter
-from meetmem.store.audio import AudioStore, audio_store_for, ogg_info
+from meetmem.store.audio import AudioStore, ogg_info
+from meetmem.store.backends import audio_store_for
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
 

@@ -186,13 +186,13 @@ def _forge_on_sqlite(path: Path, forged: list[tuple[Any, ...]]) -> None:
     with open_log(path) as log:
         for row in forged:
             with pytest.raises(sqlite3.IntegrityError, match="tombstone must"):
-                log._conn.execute(_INSERT.format(m=", ".join("?" * 10)), row)
+                log.database.conn.execute(_INSERT.format(m=", ".join("?" * 10)), row)
         # Nor does one that misstates the rows pass, whatever function a program registers.
-        log._conn.create_function("meetmem_tombstone_signed", 10, lambda *_: 1)
+        log.database.conn.create_function("meetmem_tombstone_signed", 10, lambda *_: 1)
         head = log.head("kept")
         assert head is not None
         with pytest.raises(sqlite3.IntegrityError, match="rows and head as stored"):
-            log._conn.execute(_INSERT.format(m=", ".join("?" * 10)), _forged("kept", segments=2, head=head))
+            log.database.conn.execute(_INSERT.format(m=", ".join("?" * 10)), _forged("kept", segments=2, head=head))
 
 
 def _forge_on_postgres(url: str, forged: list[tuple[Any, ...]], head: tuple[int, str]) -> None:

@@ -15,7 +15,8 @@ import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
-from meetmem.store.audio import AudioStore, audio_store_for  # noqa: E402
+from meetmem.store.audio import AudioStore  # noqa: E402
+from meetmem.store.backends import audio_store_for  # noqa: E402
 from meetmem.store.errors import MeetingNotFound, SequenceError, StoreError  # noqa: E402
 from meetmem.store.log import TranscriptLog  # noqa: E402
 from meetmem.store.pg.audio import PgAudioStore  # noqa: E402

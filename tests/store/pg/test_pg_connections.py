@@ -22,10 +22,10 @@ def test_connections_the_server_dropped_are_replaced_before_a_transaction_begins
                                                                                  pg_cluster) -> None:
     with PgTranscriptLog(pg_url) as log:
         # Several pooled connections, as a busy process holds.
-        with log._session("acme"), log._session("acme"), log._session("acme"):
+        with log.database.session("acme"), log.database.session("acme"), log.database.session("acme"):
             pass
         log.append("m", "d", [segment(0)], tenant="acme")
-        assert len(log._pool) >= 3
+        assert log.database.idle >= 3
         database = pg_url.rsplit("/", 1)[1]
         with psycopg.connect(pg_cluster.server.url(), autocommit=True) as admin:
             ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "

@@ -13,10 +13,9 @@ psycopg = pytest.importorskip("psycopg")
 
 from meetmem.store.errors import MeetingNotFound  # noqa: E402
 from meetmem.store.pg.log import PgTranscriptLog  # noqa: E402
-from meetmem.store.pg.speaker_map import PgSpeakerMap  # noqa: E402
 from meetmem.store.receipts import ReceiptKey  # noqa: E402
 from meetmem.store.records import SegmentInput  # noqa: E402
-from meetmem.store.speaker_map import speaker_map_for  # noqa: E402
+from meetmem.store.speaker_map import SpeakerMap, speaker_map_for  # noqa: E402
 
 
 def _seg(seq: int, speaker: str, text: str) -> SegmentInput:
@@ -47,10 +46,6 @@ def as_owner(url: str, tenant: str):
     return conn
 
 
-def test_the_log_picks_the_postgres_map(pg: PgTranscriptLog) -> None:
-    assert isinstance(speaker_map_for(pg), PgSpeakerMap)
-
-
 def test_the_services_role_may_read_and_add_names_only(pg_url: str) -> None:
     with psycopg.connect(pg_url) as conn:
         for right, held in (("SELECT", True), ("INSERT", True), ("UPDATE", False), ("DELETE", False),
@@ -60,7 +55,7 @@ def test_the_services_role_may_read_and_add_names_only(pg_url: str) -> None:
 
 
 def test_update_delete_and_truncate_are_refused_even_to_the_owner(pg: PgTranscriptLog, pg_url: str) -> None:
-    names = PgSpeakerMap(pg)
+    names = SpeakerMap(pg)
     names.set("m1", {"S2": "Priya"}, tenant="acme")
     with as_owner(pg_url, "acme") as conn:
         for sql, message in (("UPDATE speaker_names SET name = 'Eve'", "append-only: UPDATE refused"),
@@ -76,7 +71,7 @@ def test_update_delete_and_truncate_are_refused_even_to_the_owner(pg: PgTranscri
 
 
 def test_another_tenant_cannot_read_or_write_the_names(pg: PgTranscriptLog, pg_url: str) -> None:
-    names = PgSpeakerMap(pg)
+    names = SpeakerMap(pg)
     names.set("m1", {"S2": "Priya"}, tenant="acme")
     # A query with no tenant filter reads only the tenant the session serves; none set reads nothing.
     with as_app(pg_url, "rival") as conn:
@@ -96,7 +91,7 @@ def test_another_tenant_cannot_read_or_write_the_names(pg: PgTranscriptLog, pg_u
 
 def test_deleting_a_meeting_takes_its_names_and_nothing_else(pg: PgTranscriptLog, pg_url: str,
                                                              tmp_path: Path) -> None:
-    names = PgSpeakerMap(pg)
+    names = SpeakerMap(pg)
     for tenant in ("acme", "rival"):
         for meeting in ("m1", "m2"):
             names.set(meeting, {"S1": "Maria", "S2": "Priya"}, tenant=tenant)
@@ -111,7 +106,7 @@ def test_deleting_a_meeting_takes_its_names_and_nothing_else(pg: PgTranscriptLog
 
 
 def test_concurrent_renames_of_one_label_get_successive_versions(pg: PgTranscriptLog) -> None:
-    names = PgSpeakerMap(pg)
+    names = SpeakerMap(pg)
     errors: list[BaseException] = []
 
     def rename(n: int) -> None:
@@ -166,8 +161,8 @@ def test_the_revision_upgrades_a_database_holding_meetings(pg_cluster, tmp_path:
             conn.execute("INSERT INTO meetings (tenant, meeting_id, created_at) VALUES ('acme', 'm1', 'then')")
         assert migrate.upgrade(url) == ("b20s02_jobs", migrate.head_revision())
         with PgTranscriptLog(url) as log:
-            PgSpeakerMap(log).set("m1", {"S1": "Maria"}, tenant="acme")
+            SpeakerMap(log).set("m1", {"S1": "Maria"}, tenant="acme")
             log.delete_meeting("m1", tenant="acme", key=ReceiptKey.load(tmp_path / "key", create=True))
-            assert PgSpeakerMap(log).history("m1", tenant="acme") == []
+            assert SpeakerMap(log).history("m1", tenant="acme") == []
     finally:
         pg_cluster.drop_database(url)
