@@ -363,8 +363,11 @@ class TranscriptLog(Log):
     def __init__(self, path: str | Path, *, max_bytes: int | None = None,
                  clock: Callable[[], str] | None = None) -> None:
         super().__init__(SqliteDatabase(path, max_bytes=max_bytes), clock=clock)
-        #: sqlite-utils over the writer connection, for the SQLite-only stores (vectors, summaries, audio).
-        self.db = self.database.db
+
+    @property
+    def db(self) -> Any:
+        """sqlite-utils over the writer connection, for the SQLite-only code (the vector cache, benches)."""
+        return self.database.db
 
     def __enter__(self) -> TranscriptLog:
         return self

@@ -6,11 +6,14 @@ refuses, whatever program opens it.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from .errors import StoreError
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 # Deleting a meeting is the one way rows leave the log, and it has one narrow door: a DELETE of a meeting's
 # rows (segments, closures, head, the meeting itself) is allowed only once that meeting has a tombstone in
@@ -211,12 +214,12 @@ SQLITE_STEPS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_release_20
 SCHEMA_VERSION = len(SQLITE_STEPS)
 
 
-def schema_version(db: sqlite_utils.Database) -> int:
+def schema_version(conn: sqlite3.Connection) -> int:
     """How many of `SQLITE_STEPS` the database has applied (0: made before the steps were numbered, or new)."""
-    return int(db.execute("PRAGMA user_version").fetchone()[0])
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def upgrade_schema(db: sqlite_utils.Database) -> tuple[int, int]:
+def upgrade_schema(conn: sqlite3.Connection) -> tuple[int, int]:
     """Apply the steps the database lacks (inside the caller's write transaction: all of them or none), and
     make the refusals again (a trigger dropped by hand, or one of an older body, comes back on the next
     open); returns the version before and after.
@@ -224,20 +227,23 @@ def upgrade_schema(db: sqlite_utils.Database) -> tuple[int, int]:
     Raises:
         StoreError: a newer meetmem upgraded the database past what this one knows.
     """
-    before = schema_version(db)
+    before = schema_version(conn)
     if before > SCHEMA_VERSION:
         raise StoreError(f"the database is at schema version {before}, this meetmem knows {SCHEMA_VERSION}: a newer "
                          "meetmem upgraded it; run that version (or newer)")
-    for step in SQLITE_STEPS[before:]:
-        step(db)
-    if before != SCHEMA_VERSION:
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if before < SCHEMA_VERSION:
+        import sqlite_utils  # the steps' table helpers; a database already up to date opens without them
+
+        db = sqlite_utils.Database(conn)
+        for step in SQLITE_STEPS[before:]:
+            step(db)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     for name in _REMADE_TRIGGERS:
-        row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).fetchone()
+        row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).fetchone()
         if row is not None and "meeting_deletions" not in row[0]:
-            db.execute(f"DROP TRIGGER {name}")
+            conn.execute(f"DROP TRIGGER {name}")
     for statement in (*SCHEMA_TRIGGERS, *_SPEAKER_NAME_TRIGGERS):
-        db.execute(statement)
+        conn.execute(statement)
     return before, SCHEMA_VERSION
 
 

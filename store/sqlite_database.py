@@ -21,8 +21,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from .database import SQLITE, WriteConflict
 from .errors import ImmutableLog, StoreError
 from .readers import ReaderPool
@@ -59,7 +57,6 @@ class SqliteDatabase:
         #: meeting is refused).
         self._deleting_with: ReceiptKey | None = None
         conn.create_function(TOMBSTONE_SIGNED_FUNCTION, 10, self.tombstone_signed)
-        self.db = sqlite_utils.Database(conn)
         self._write_lock = threading.RLock()
         self._readers = ReaderPool(self.path)
         self._writer_thread: int | None = None
@@ -72,7 +69,7 @@ class SqliteDatabase:
                 conn.execute(f"PRAGMA max_page_count = {max(1, int(max_bytes) // page_size)}")
             with self.transaction():
                 #: The schema's version before and after this open (store/schema.py's numbered steps).
-                self.upgraded = upgrade_schema(self.db)
+                self.upgraded = upgrade_schema(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreError(f"{self.path} is not a meetmem database: {exc}") from exc
@@ -138,6 +135,13 @@ class SqliteDatabase:
                 return conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
+
+    @property
+    def db(self) -> Any:
+        """sqlite-utils over the writer connection (imported on first use: most commands never need it)."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     def close(self) -> None:
         self._readers.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,7 +29,9 @@ def common_flags(*, tenant: bool = True) -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser. Given the command line, a benchmark's module is imported only when it is the one asked
+    for (`meetmem bench NAME`); without it (tests, introspection) every benchmark registers in full."""
     common = common_flags()
     parser = argparse.ArgumentParser(
         prog="meetmem",
@@ -55,15 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_db_commands(sub, common_flags(tenant=False))
     add_cloud_commands(sub, common, common_flags(tenant=False))
     add_edge_commands(sub, common)
-    add_bench_commands(sub, common)
+    add_bench_commands(sub, common, argv=argv)
     add_eval_commands(sub, common)
-    add_train_commands(sub, common)
+    add_train_commands(sub, common, argv=argv)
     add_demo_command(sub, common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -87,6 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("meetmem: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`meetmem ask ... | head`): what it did not read is not an error of ours.
+        # Python's own advice: point stdout at devnull, so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     finally:
         ctx.close()
 

@@ -1,46 +1,50 @@
 """`meetmem bench ...`: benchmarks that print JSON figures (recorded in docs/BENCHMARKS.md).
 
-Each benchmark lives in `meetmem.eval` (`bench/` and `corpora/`) and registers its own subcommand; they are
-imported only here, when the CLI builds its parser, and import their heavy libraries only when they run.
+Each benchmark lives in `meetmem.eval` (`bench/`, `corpora/`, `needles/`) and registers its own subcommand.
+The CLI imports a benchmark's module only when that benchmark is asked for (`meetmem bench store ...`): every
+other command, `meetmem bench --help` included, sees the names and one-line helps below and imports nothing
+of eval/. `build_parser()` without the command line (the help test, the Pi unit) registers them all.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+
+from .lazy import add_lazily
+
+#: Each benchmark's name, the module that registers it (its `add_parser`), and its one-line help.
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "store": ("meetmem.eval.bench.store", "ingest and search speed of the store"),
+    "serve": ("meetmem.eval.bench.serve", "the cloud service under devices and askers, on loopback"),
+    "qmsum": ("meetmem.eval.corpora.qmsum", "retrieval quality on the QMSum meetings"),
+    "zh": ("meetmem.eval.corpora.zh", "ask quality on the project's Chinese meeting"),
+    "edge": ("meetmem.eval.bench.edge", "the edge agent: real-time factor, memory, latency, WER"),
+    "ledger": ("meetmem.eval.corpora.ami_ledger",
+               "the ledger's todos and decisions on AMI (rules, learned detector, both)"),
+    "summaries-ami": ("meetmem.eval.corpora.ami_summaries", "L1/L2 summaries on AMI (extractive, learned, "
+                      "lead-N): cited-utterance precision/recall and ROUGE"),
+    "questions": ("meetmem.eval.corpora.ami_questions", "time, topic, speaker and why questions on AMI meetings"),
+    "roles": ("meetmem.eval.corpora.ami_roles",
+              "role mentions (\"the project manager\", \"marketing\") resolved to AMI's speaker letters"),
+    "summaries": ("meetmem.eval.bench.summaries", "traceability, drift and cost of summaries and the ledger"),
+    "context": ("meetmem.eval.bench.context",
+                "prompt tokens, prefix reuse, recall and compile time of compiled prompts"),
+    "locomo": ("meetmem.eval.corpora.locomo", "evidence recall on LoCoMo's long conversations"),
+    "audio": ("meetmem.eval.bench.audio", "disk per hour of speech kept by the edge, and encoding time"),
+    "faults": ("meetmem.eval.bench.faults", "the fault campaign: kills, outages, a full disk; counts what survived"),
+    "delete": ("meetmem.eval.bench.delete", "how long deleting a meeting takes"),
+    "pgsearch": ("meetmem.eval.bench.pgsearch",
+                 "search on PostgreSQL: keyword ranking quality, pgvector latency at scale"),
+    "speakers": ("meetmem.eval.bench.speakers", "speaker labels: DER, speaker counts, the encoder's CPU and memory"),
+    "speaker-needles": ("meetmem.eval.needles.speakers", "\"who said ...?\" questions of a generated needle meeting"),
+}
 
 
-def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser, *,
+                       argv: Sequence[str] | None = None) -> None:
+    """Register `meetmem bench`; given the command line, only the benchmark it names is imported."""
     bench = sub.add_parser("bench", help="benchmarks that print JSON figures",
                            description="Benchmarks. Each prints one JSON object on stdout; progress on stderr.")
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
-    from meetmem.eval.bench import audio as bench_audio
-    from meetmem.eval.bench import context as bench_context
-    from meetmem.eval.bench import delete as bench_delete
-    from meetmem.eval.bench import edge as bench_edge
-    from meetmem.eval.bench import faults as bench_faults
-    from meetmem.eval.bench import pgsearch as bench_pgsearch
-    from meetmem.eval.bench import serve as bench_serve
-    from meetmem.eval.bench import speakers as bench_speakers
-    from meetmem.eval.bench import store as bench_store
-    from meetmem.eval.bench import summaries as bench_summaries
-    from meetmem.eval.corpora import ami_ledger, ami_questions, ami_roles, ami_summaries, locomo, qmsum, zh
-    from meetmem.eval.needles import speakers as speaker_needles
-
-    bench_store.add_parser(bench_sub, common)
-    bench_serve.add_parser(bench_sub, common)
-    qmsum.add_parser(bench_sub, common)
-    zh.add_parser(bench_sub, common)
-    bench_edge.add_parser(bench_sub, common)
-    ami_ledger.add_parser(bench_sub, common)
-    ami_summaries.add_parser(bench_sub, common)
-    ami_questions.add_parser(bench_sub, common)
-    ami_roles.add_parser(bench_sub, common)
-    bench_summaries.add_parser(bench_sub, common)
-    bench_context.add_parser(bench_sub, common)
-    locomo.add_parser(bench_sub, common)
-    bench_audio.add_parser(bench_sub, common)
-    bench_faults.add_parser(bench_sub, common)
-    bench_delete.add_parser(bench_sub, common)
-    bench_pgsearch.add_parser(bench_sub, common)
-    bench_speakers.add_parser(bench_sub, common)
-    speaker_needles.add_parser(bench_sub, common)
+    add_lazily(bench_sub, common, BENCHMARKS, command="bench", argv=argv)

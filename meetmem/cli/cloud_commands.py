@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from .context import CommandContext
 from .store_commands import emit_json
+
+if TYPE_CHECKING:
+    from .context import CommandContext
 
 
 def cmd_serve(args: argparse.Namespace, ctx: CommandContext) -> int:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from meetmem.store.errors import InvalidSegment, StoreError
 
-from .context import CommandContext
 from .progress import note
 from .store_commands import emit_json
+
+if TYPE_CHECKING:
+    from .context import CommandContext
 
 
 def _database(args: argparse.Namespace, ctx: CommandContext) -> str | None:
@@ -44,7 +47,7 @@ def _sqlite_versions(ctx: CommandContext, *, upgrade: bool) -> tuple[str, int, i
         return str(path), current, SCHEMA_VERSION
     with TranscriptLog(path) as log:
         before, after = log.database.upgraded
-        assert schema_version(log.db) == after
+        assert schema_version(log.database.conn) == after
     return str(path), before, after
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from meetmem.store.errors import InvalidSegment, StoreError
 
-from .context import CommandContext
 from .store_commands import emit_json
+
+if TYPE_CHECKING:
+    from .context import CommandContext
 
 
 def _key(ctx: CommandContext, *, create: bool) -> Any:

@@ -12,12 +12,15 @@ import tempfile
 import time
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from meetmem.store.timecode import format_time
 
-from .context import CommandContext
 from .progress import StderrProgress, note
 from .store_commands import emit_json
+
+if TYPE_CHECKING:
+    from .context import CommandContext
 
 DEMO_MEETING = "demo-launch-review"
 
@@ -28,6 +31,8 @@ def _demo_file(name: str) -> Path:
 
 def cmd_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.settings import Settings
+
+    from .context import CommandContext
 
     with tempfile.TemporaryDirectory(prefix="meetmem-demo-") as tmp:
         if args.db is None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from meetmem.store.timecode import format_time
 
-from .context import CommandContext
 from .store_commands import emit_json
+
+if TYPE_CHECKING:
+    from .context import CommandContext
 
 
 def cmd_summary(args: argparse.Namespace, ctx: CommandContext) -> int:

@@ -12,11 +12,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .context import CommandContext
 from .progress import note
 from .store_commands import emit_json
+
+if TYPE_CHECKING:
+    from .context import CommandContext
 
 #: Least cosine similarity to join a known voice (edge.speakers.SpeakerOptions; tuned with `bench speakers`).
 SPEAKER_THRESHOLD = 0.75

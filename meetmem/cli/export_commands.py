@@ -7,12 +7,15 @@ import hashlib
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from meetmem.store.errors import InvalidSegment
 
-from .context import CommandContext
 from .progress import note
 from .store_commands import emit_json
+
+if TYPE_CHECKING:
+    from .context import CommandContext
 
 #: The device id of audio attached to a meeting from a file (`ingest --audio`): one per meeting.
 FILE_AUDIO_DEVICE = "file"

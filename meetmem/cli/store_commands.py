@@ -6,13 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from meetmem.store.errors import InvalidSegment
 from meetmem.store.timecode import format_time
 
-from .context import CommandContext
 from .progress import StderrProgress, note
+
+if TYPE_CHECKING:
+    from .context import CommandContext
 
 
 def emit_json(data: Any) -> None:
