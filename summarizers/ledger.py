@@ -19,7 +19,7 @@ from types import ModuleType
 
 from meetmem.store.records import LEDGER_KINDS, LedgerItem, Segment, Source
 
-from . import ledger_en, ledger_zh
+from . import ledger_en
 from .dates import find_due, resolve_due
 from .ledger_rules import ChangeMatch, TodoMatch
 
@@ -109,6 +109,8 @@ def rules_for(segment: Segment) -> ModuleType:
     """The pattern module for the segment's language (its `lang`, else guessed from its characters)."""
     lang = (segment.lang or "").lower()
     if lang.startswith("zh") or (not lang and _CJK_RE.search(segment.text)):
+        from . import ledger_zh  # its patterns compile on first Chinese segment, not on every start
+
         return ledger_zh
     return ledger_en
 
