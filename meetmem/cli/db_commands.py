@@ -37,11 +37,12 @@ def _sqlite_versions(ctx: CommandContext, *, upgrade: bool) -> tuple[str, int, i
     from meetmem.store.schema import SCHEMA_VERSION, schema_version
 
     path = ctx.settings.db
+    if not path.is_file():
+        raise InvalidSegment(f"--db {path}: no such database file (name a SQLite file to upgrade, or give "
+                             "--database postgresql://... for PostgreSQL)")
     if not upgrade:
         import sqlite3
 
-        if not path.is_file():
-            raise InvalidSegment(f"--db {path}: no such database file")
         with sqlite3.connect(path) as conn:
             current = int(conn.execute("PRAGMA user_version").fetchone()[0])
         return str(path), current, SCHEMA_VERSION
