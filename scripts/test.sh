@@ -17,4 +17,6 @@ fi
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF}"
 source "$(dirname "$0")/venv.sh" cloud,edge,frame,dev,llm-server,postgres
 .venv/bin/ruff check .
-exec .venv/bin/python -m pytest -q "$@"
+# One worker per core (pytest-xdist), each test file on one worker (its module fixtures built once), each
+# worker with its own bundled PostgreSQL and temporary folders. MEETMEM_TEST_WORKERS=0 runs in one process.
+exec .venv/bin/python -m pytest -q -n "${MEETMEM_TEST_WORKERS:-auto}" --dist loadfile "$@"
