@@ -20,9 +20,11 @@ import pytest
 from meeting_page import CHROMIUM_FLAGS, DEMO_DATA, DEMO_MEETING, App, chromium
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Any]:
-    """Playwright, once per session (its sync API allows one instance per thread), and the chromium path."""
+    """Playwright, once per test module, and the chromium path. Not once per session: its sync API allows one
+    instance per thread and, while started, holds an asyncio loop running on the main thread, which a test of
+    another folder that a worker runs next (`asyncio.run`, tests/cloud/test_pg_live.py) cannot start beside."""
     executable = chromium()
     if executable is None:
         pytest.skip("no chromium on this machine (scripts/test.sh installs Debian's with apt-get)")
@@ -35,7 +37,7 @@ def playwright() -> Iterator[Any]:
         yield started
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Any) -> Iterator[Any]:
     launched = playwright.chromium.launch(executable_path=playwright.executable, args=CHROMIUM_FLAGS)
     try:
