@@ -64,6 +64,8 @@ class SqliteDatabase:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
+            # As sqlite-utils set it when it wrapped every connection: a REPLACE fires the delete triggers too.
+            conn.execute("PRAGMA recursive_triggers=ON")
             if max_bytes is not None:
                 page_size = conn.execute("PRAGMA page_size").fetchone()[0]
                 conn.execute(f"PRAGMA max_page_count = {max(1, int(max_bytes) // page_size)}")
