@@ -27,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from ..errors import StoreError
@@ -74,13 +75,18 @@ def _service_user() -> str | None:
     """The user the server runs as: None (this one) unless this is root, which PostgreSQL refuses."""
     if os.name != "posix" or os.geteuid() != 0:
         return None
+    import fcntl
     import pwd
 
-    try:
-        pwd.getpwnam(SERVICE_USER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
-                       check=True, capture_output=True, text=True)
+    # Several processes may start a server at once (test workers, a benchmark's): one of them makes the user,
+    # the others wait for it and find it, so none runs initdb as a user still being written to /etc/passwd.
+    with open(os.path.join(tempfile.gettempdir(), "meetmem-postgres-user.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            pwd.getpwnam(SERVICE_USER)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
+                           check=True, capture_output=True, text=True)
     return SERVICE_USER
 
 
