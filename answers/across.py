@@ -153,7 +153,7 @@ class CrossMeetings:
         rows = self.search.rows  # store/pg/search.py `PgSearch`
         for meeting_id in rows.lagging(tenant, meeting_ids):  # rows no indexer has reached yet
             rows.catch_up(tenant, meeting_id)
-        pool = max(rows.options.fusion.pool, 5 * k)
+        pool = max(rows.options.pool, 5 * k)
         vectors: dict[str, Any] = {}
         candidates = dict(rows.keyword_across(tenant, query, k=pool, meeting_ids=meeting_ids))
         routes = self.search.routes

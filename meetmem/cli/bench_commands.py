@@ -34,8 +34,6 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "audio": ("meetmem.eval.bench.audio", "disk per hour of speech kept by the edge, and encoding time"),
     "faults": ("meetmem.eval.bench.faults", "the fault campaign: kills, outages, a full disk; counts what survived"),
     "delete": ("meetmem.eval.bench.delete", "how long deleting a meeting takes"),
-    "pgsearch": ("meetmem.eval.bench.pgsearch",
-                 "search on PostgreSQL: keyword ranking quality, pgvector latency at scale"),
     "speakers": ("meetmem.eval.bench.speakers", "speaker labels: DER, speaker counts, the encoder's CPU and memory"),
     "speaker-needles": ("meetmem.eval.needles.speakers", "\"who said ...?\" questions of a generated needle meeting"),
 }

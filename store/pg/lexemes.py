@@ -1,8 +1,7 @@
 """A segment's lexemes as PostgreSQL's text search reads them: the tsvector and tsquery literals.
 
 The lexemes are the product's own tokens (the BM25 index's), not those of a Postgres text search
-configuration; per-meeting keyword ranking (store/pg/search.py) and the search across a tenant's meetings
-(store/pg/search_across.py) both query them in this form.
+configuration; the search across a tenant's meetings (store/pg/search_across.py) queries them in this form.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from ..index.search import MeetingIndex, Progress, TranscriptSearch
 from ..index.search_types import SearchOptions, embedded_text, vector_key
 from ..log import DEFAULT_TENANT
 from ..records import Segment
-from .search import PgSearch, PgSearchOptions, connect_pool
+from .search import PgSearch, connect_pool
 
 if TYPE_CHECKING:
     from ..index.embedders import Embedder
@@ -70,7 +70,7 @@ class PgTranscriptSearch(TranscriptSearch):
         self.pool = pool if pool is not None else connect_pool(log.url, max_size=4)
         # The derived rows' writer and the tenant-wide ranking (HNSW) across meetings.
         self.rows = PgSearch(self.pool, self.routes, tokenizer=self.tokenizer,
-                             options=PgSearchOptions(dense="hnsw", fusion=self.options))
+                             options=self.options, dense="hnsw")
         self.adopt_interval = adopt_interval
         self._counts = threading.Lock()
         #: Segments this process embedded (and stored), and segment vectors it read from the database.

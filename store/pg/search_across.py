@@ -1,22 +1,22 @@
 """Search across all of a tenant's meetings on PostgreSQL: the candidates `answers/across.py` ranks.
 
-The per-meeting search (store/pg/search.py) ranks one meeting's rows; these queries run over every meeting of
-a tenant (or a given few) at once, on the same `segment_search` rows: the nearest vectors (pgvector, HNSW
-where the model has the index), the best full-text matches (`ts_rank` over the GIN index), and which meetings'
-search rows lag behind their log.
+These queries run over every meeting of a tenant (or a given few) at once, on the `segment_search` rows: the
+nearest vectors (pgvector, HNSW where the model has the index), the best full-text matches (`ts_rank` over the
+GIN index), and which meetings' search rows lag behind their log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .lexemes import tsquery_literal
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .search_options import DenseRanking
+#: How the nearest vectors are found: every vector compared, or pgvector's HNSW index.
+DenseRanking = Literal["exact", "hnsw"]
 
 
 class PgSearchAcross:
@@ -28,8 +28,7 @@ class PgSearchAcross:
         """The `k` nearest segments of every meeting of the tenant (or of `meeting_ids`): (segment id, cosine)."""
         where, params = ("", []) if meeting_ids is None else (" AND meeting_id = ANY(%s)", [list(meeting_ids)])
         with self.session(tenant) as conn:
-            rows = self._dense_rows(conn, tenant, None, model, query_vector, k, where, params, method)
-        return [(sid, cos) for sid, _doc, cos in rows]
+            return self._dense_rows(conn, tenant, model, query_vector, k, where, params, method)
 
     def keyword_across(self, tenant: str, query: str, *, k: int = 50,
                        meeting_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:

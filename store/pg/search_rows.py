@@ -19,8 +19,8 @@ from .lexemes import tsvector_literal
 
 if TYPE_CHECKING:
     from ..index.embedder_routes import EmbedderRoutes
+    from ..index.search_types import SearchOptions
     from ..index.tokenize import MeetingTokenizer
-    from .search_options import PgSearchOptions
 
 
 class PgSearchRows:
@@ -28,7 +28,7 @@ class PgSearchRows:
 
     routes: EmbedderRoutes | None
     tokenizer: MeetingTokenizer
-    options: PgSearchOptions
+    options: SearchOptions
 
     def index_segments(self, segments: Sequence[Segment]) -> int:
         """Add the lexical rows of stored segments (idempotent: a row already there is kept); a correction
@@ -96,7 +96,7 @@ class PgSearchRows:
         """Embed `(segment_id, speaker, text, lang)` rows of a tenant and store their vectors in one transaction."""
         if self.routes is None or not rows:
             return 0
-        speaker_form = self.options.fusion.embed_speaker
+        speaker_form = self.options.embed_speaker
         groups: dict[str, list[tuple[str, str | None, str, str | None]]] = {}
         for row in rows:
             groups.setdefault(self.routes.for_segment(row[2], row[3]).name, []).append(row)

@@ -78,8 +78,8 @@ def test_with_no_worker_a_search_finds_new_segments_by_their_words(pg_url: str) 
         assert search.catch_up(TENANT, MEETING) == 20
         store_segments(pg_url, 1, first=20)
         assert search.catch_up(TENANT, MEETING) == 1
-        hits = search.search(MEETING, "item 20", tenant=TENANT, k=3)
-        assert hits[0].segment_id == f"{MEETING}-20"
+        hits = search.keyword_across(TENANT, "item 20", k=3, meeting_ids=[MEETING])
+        assert hits[0][0] == f"{MEETING}-20"
     finally:
         pool.close()
     assert count(pg_url, "SELECT count(*) FROM procrastinate_jobs WHERE task_name = %s AND status = 'todo'",

@@ -1,4 +1,5 @@
-"""Search on PostgreSQL (store/pg/search.py) against a real server with pgvector, ranked like the SQLite backend."""
+"""PostgreSQL's search rows (store/pg/search.py) against a real server with pgvector: written from the log, per
+tenant, and ranked across meetings."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from meetmem.store.index.errors import SearchError
 from meetmem.store.index.search import TranscriptSearch
-from meetmem.store.index.search_types import SearchFilters, vector_key
+from meetmem.store.index.search_types import vector_key
 from meetmem.store.log import TranscriptLog
 from meetmem.store.records import SegmentInput
 
@@ -72,9 +72,9 @@ def meeting(both: Both, sample_device_and_segments) -> Both:
 
 
 def _indexed(pool, embedder=None, *, tenant: str = TENANT, **options):
-    from meetmem.store.pg.search import PgSearch, PgSearchOptions
+    from meetmem.store.pg.search import PgSearch
 
-    search = PgSearch(pool, embedder, options=PgSearchOptions(**options))
+    search = PgSearch(pool, embedder, **options)
     added = search.catch_up(tenant, MEETING)
     assert added > 0 and search.catch_up(tenant, MEETING) == 0  # caught up, by chain position
     if embedder is not None:
@@ -82,47 +82,37 @@ def _indexed(pool, embedder=None, *, tenant: str = TENANT, **options):
     return search
 
 
-def test_bm25_ranks_exactly_like_the_sqlite_backend(pool, meeting: Both, sample_questions) -> None:
-    pg = _indexed(pool)
-    reference = TranscriptSearch(meeting.sqlite, None)
-    for q in sample_questions:
-        want = [(meeting.key(h.segment.segment_id), round(h.score, 9))
-                for h in reference.search(MEETING, q["question"], k=5, tenant=TENANT)]
-        got = [(meeting.key(h.segment_id), round(h.score, 9))
-               for h in pg.search(MEETING, q["question"], tenant=TENANT, k=5)]
-        assert got == want, q["question"]
-
-
-def test_bm25_is_rebuilt_from_the_database_in_another_process_state(pool, meeting: Both) -> None:
-    from meetmem.store.pg.search import PgSearch
+def test_the_rows_hold_the_bm25_lexemes_of_every_segment(pool, meeting: Both) -> None:
+    """The lexemes written are the in-process BM25's tokens, so a process rebuilding from them ranks alike."""
+    from meetmem.store.index.tokenize import MeetingTokenizer
 
     _indexed(pool)
-    fresh = PgSearch(pool, None)  # another worker: nothing in memory, everything read from the rows
-    assert fresh.rebuild_bm25(MEETING, tenant=TENANT) == len(list(meeting.pg.chain(MEETING, tenant=TENANT)))
-    hits = fresh.search(MEETING, "How much did the supplier quote for the tooling?", tenant=TENANT, k=3)
-    assert "$4,250" in meeting.key(hits[0].segment_id)[1]
+    tokens = MeetingTokenizer()
+    want = {(seg.chain_pos, " ".join(tokens.tokens(seg.text))) for seg in meeting.pg.chain(MEETING, tenant=TENANT)}
+    with pool.connection() as conn, conn.transaction():
+        conn.execute("SELECT set_config('app.tenant', %s, true)", (TENANT,))
+        got = set(conn.execute("SELECT doc, lexed FROM segment_search WHERE meeting_id = %s", (MEETING,)).fetchall())
+    assert got == want
 
 
-@pytest.mark.parametrize("keyword", ["bm25", "fts", "fts_cd"])
-def test_keyword_search_keeps_numbers_negations_and_chinese(pool, both: Both, keyword: str) -> None:
+def test_keyword_candidates_keep_numbers_negations_and_chinese(pool, both: Both) -> None:
     texts = ["The tooling quote was $4,250 for TS-204.", "We are not shipping the blue casing.",
              "We are shipping the red casing.", "样品制作费是三千元，下周五付款。"]
     both.append("dev", [SegmentInput(seq=i, start=2.0 * i, end=2.0 * i + 1, text=t, speaker="A")
                         for i, t in enumerate(texts)])
-    pg = _indexed(pool, keyword=keyword)
+    pg = _indexed(pool)
 
     def top(query: str) -> str:
-        return both.key(pg.search(MEETING, query, tenant=TENANT, k=2)[0].segment_id)[1]
+        return both.key(pg.keyword_across(TENANT, query, k=2, meeting_ids=[MEETING])[0][0])[1]
 
     assert top("4250") == texts[0]
     assert top("ts-204 quote") == texts[0]
     assert top("not shipping") == texts[1]
     assert top("样品制作费多少") == texts[3]
-    assert pg.search(MEETING, "the", tenant=TENANT) == []  # stop words alone find nothing
+    assert pg.keyword_across(TENANT, "the") == []  # stop words alone find nothing
 
 
-@pytest.mark.parametrize("keyword", ["bm25", "fts"])
-def test_corrections_and_filters(pool, pg_log, keyword: str) -> None:
+def test_a_corrected_segment_is_no_longer_a_candidate(pool, pg_log) -> None:
     pg_log.append(MEETING, "dev", [
         SegmentInput(seq=0, start=0.0, end=2.0, text="The budget is 40 thousand.", speaker="Ana"),
         SegmentInput(seq=1, start=10.0, end=12.0, text="Budget review on Friday.", speaker="Ben"),
@@ -130,17 +120,14 @@ def test_corrections_and_filters(pool, pg_log, keyword: str) -> None:
     first = list(pg_log.chain(MEETING, tenant=TENANT))[0]
     pg_log.append(MEETING, "dev", [SegmentInput(seq=2, start=0.0, end=2.0, text="The budget is 45 thousand.",
                                                 speaker="Ana", supersedes=first.segment_id)], tenant=TENANT)
-    pg = _indexed(pool, keyword=keyword)
-    ids = [h.segment_id for h in pg.search(MEETING, "budget", tenant=TENANT)]
+    pg = _indexed(pool)
+    ids = [sid for sid, _ in pg.keyword_across(TENANT, "budget")]
     assert first.segment_id not in ids and len(ids) == 2
-    ben = pg.search(MEETING, "budget", tenant=TENANT, filters=SearchFilters(speaker="ben"))
-    assert len(ben) == 1
-    late = pg.search(MEETING, "budget", tenant=TENANT, filters=SearchFilters(start=5.0))
-    assert len(late) == 1 and late[0].segment_id == ben[0].segment_id
-    with pytest.raises(SearchError):
-        pg.search(MEETING, "budget", tenant=TENANT, k=0)
-    with pytest.raises(SearchError):
-        pg.search(MEETING, "budget", tenant=TENANT, mode="dense")  # no model configured
+    assert pg.lagging(TENANT) == []
+    pg_log.append(MEETING, "dev", [SegmentInput(seq=3, start=20.0, end=21.0, text="One more budget line.")],
+                  tenant=TENANT)
+    assert pg.lagging(TENANT) == [MEETING]
+    assert pg.catch_up(TENANT, MEETING) == 1 and pg.lagging(TENANT) == []
 
 
 def test_tenants_do_not_see_each_other(pool, pg_log, pg_url: str, tmp_path) -> None:
@@ -152,9 +139,9 @@ def test_tenants_do_not_see_each_other(pool, pg_log, pg_url: str, tmp_path) -> N
                   tenant="other")
     pg = _indexed(pool)
     _indexed(pool, tenant="other")
-    assert len(pg.search(MEETING, "launch", tenant=TENANT)) == 1
-    assert len(pg.search(MEETING, "launch", tenant="other")) == 1
-    assert pg.search(MEETING, "secret", tenant="other") == []
+    assert len(pg.keyword_across(TENANT, "launch")) == 1
+    assert len(pg.keyword_across("other", "launch")) == 1
+    assert pg.keyword_across("other", "secret") == []
     with pool.connection() as conn, conn.transaction():
         assert conn.execute("SELECT current_user").fetchone()[0] == "meetmem_app"
         conn.execute("SELECT set_config('app.tenant', 'other', true)")
@@ -180,25 +167,17 @@ def test_tsvector_literal_quotes_and_positions() -> None:
 
 
 @pytest.mark.model
-def test_hybrid_ranks_like_the_sqlite_backend_and_hnsw_agrees(pool, meeting: Both, embedder,
-                                                             sample_questions) -> None:
+def test_vectors_across_meetings_by_hnsw_agree_with_the_exact_ranking(pool, meeting: Both, embedder,
+                                                                     sample_questions) -> None:
     pg = _indexed(pool, embedder)
-    from meetmem.store.pg.search import PgSearch, PgSearchOptions
-
-    hnsw = PgSearch(pool, embedder, options=PgSearchOptions(dense="hnsw"))
-    reference = TranscriptSearch(meeting.sqlite, embedder)
     key = vector_key(embedder.name)
+    reference = TranscriptSearch(meeting.sqlite, embedder)
     for q in sample_questions:
         qv = embedder.encode_query(q["question"])
-        want = [meeting.key(h.segment.segment_id) for h in reference.search(MEETING, q["question"], k=5,
-                                                                            tenant=TENANT, query_vector=qv)]
-        got = [meeting.key(h.segment_id) for h in pg.search(MEETING, q["question"], tenant=TENANT, k=5,
-                                                            query_vectors={key: qv})]
-        assert got == want, q["question"]
-        exact = [h.segment_id for h in pg.search(MEETING, q["question"], tenant=TENANT, k=5, mode="dense",
-                                                 query_vectors={key: qv})]
-        approx = [h.segment_id for h in hnsw.search(MEETING, q["question"], tenant=TENANT, k=5, mode="dense",
-                                                    query_vectors={key: qv})]
-        assert approx == exact
-    across = pg.dense_across(TENANT, embedder.encode_query("tooling quote"), model=key, k=3, method="hnsw")
-    assert len(across) == 3 and across[0][1] >= across[-1][1]
+        exact = pg.dense_across(TENANT, qv, model=key, k=5, method="exact")
+        approx = pg.dense_across(TENANT, qv, model=key, k=5, method="hnsw")
+        assert [s for s, _ in approx] == [s for s, _ in exact], q["question"]
+        assert exact[0][1] >= exact[-1][1]
+        # The stored vectors are the ones the SQLite backend ranks by: the same nearest segment.
+        dense = reference.search(MEETING, q["question"], k=1, mode="dense", tenant=TENANT, query_vector=qv)
+        assert meeting.key(exact[0][0]) == meeting.key(dense[0].segment.segment_id), q["question"]
