@@ -43,7 +43,6 @@ from ..harness import (
     versions,
 )
 from .edge_latency import segments_text
-from .edge_library import library_part
 from .edge_paced import latency_part
 from .edge_process import run_edge
 from .serve_process import ServeBenchError
@@ -268,9 +267,6 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         report["clips"] = clips_part(ctx, Path(args.data) if args.data else None)
         if "skipped" in report["clips"]:
             _note(ctx, f"clips skipped: {report['clips']['skipped']}")
-    if "library" in parts:
-        report["library"] = library_part(ctx, audio, load_reference(transcript, None)[0],
-                                         Path(args.data) if args.data else None, quick=args.quick)
     if "budget" in parts:
         from .edge_budget import budget_part
 
@@ -288,7 +284,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
 
 
 
-PARTS = ("speed", "latency", "glossary", "clips", "library", "budget", "languages")
+PARTS = ("speed", "latency", "glossary", "clips", "budget", "languages")
 #: The resource budget (issue 8) takes half an hour more: asked for by name.
 DEFAULT_PARTS = ("speed", "latency", "glossary", "clips")
 

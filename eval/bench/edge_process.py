@@ -14,10 +14,8 @@ was spoken at time `end` on this clock, for a paced input.
 The job: `model`, `beam`, `threads`, `language` (None: detect), `glossary`, `audio_context_s` (absent: the
 finals' default; None: the whole 30 s window), `pack_seconds` (None: the agent's default), `pin_cores`,
 `paced`, `cloud` ({url, token, timeout} or None), and `inputs`, each {path, meeting, seconds (None: all),
-chunk_seconds}. With `"plain": true` the process runs plain
-faster-whisper instead of the edge (`plain_capture`): the library the edge wraps, as its README shows it.
-`partials` ({model, cadence, threads}) turns partial captions on for a paced input, each one noted with its
-time (threads of a partial model loaded apart: `partials.partial_model_threads` by default);
+chunk_seconds}. `partials` ({model, cadence, threads}) turns partial captions on for a paced input, each one
+noted with its time (threads of a partial model loaded apart: `partials.partial_model_threads` by default);
 `workers` (default 1) is how many calls the finals' model runs at once (2: partials by that same model
 run alongside the finals). `live_cut_after_s`, `live_sentence_after_s` and `speculate_after_ms` set those
 `CaptureOptions` (null: off); `vad` ({field: value}) sets `VADOptions`.
@@ -117,7 +115,7 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     # affinity it was created with (run_edge pins the whole process before it starts, as taskset does).
     pinned = _pin(job.get("pin_cores"))
     passes = count_encoder_passes()
-    out = plain_capture(job, pinned) if job.get("plain") else edge_capture(job, pinned)
+    out = edge_capture(job, pinned)
     out["encoder_passes"] = passes["passes"]
     return out
 
@@ -178,34 +176,6 @@ def edge_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any
     out["rss_at_end_mb"] = status.get("VmRSS")
     out["heavy_modules_loaded"] = sorted(m for m in ("torch", "fastapi", "faiss", "sentence_transformers")
                                          if m in sys.modules)
-    return out
-
-
-def plain_capture(job: dict[str, Any], pinned: list[int] | None) -> dict[str, Any]:
-    """Plain faster-whisper on the same weights and threads: `WhisperModel(...).transcribe(path,
-    beam_size=..., vad_filter=True)` on each whole file (its own decoding and Silero VAD), the language
-    detected once per file unless the job fixes it. The edge's yardstick for speed, WER and memory."""
-    from faster_whisper import WhisperModel
-
-    from meetmem.edge.models import whisper_model_dir
-
-    t0 = time.perf_counter()
-    model = WhisperModel(os.fspath(whisper_model_dir(job["model"])), device="cpu", compute_type="int8",
-                         cpu_threads=int(job.get("threads", 2)), local_files_only=True)
-    out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 3),
-                           "rss_after_load_mb": proc_status().get("VmRSS"), "pinned_cpus": pinned, "inputs": []}
-    for item in job["inputs"]:
-        began, cpu0 = time.perf_counter(), time.process_time()
-        segments, info = model.transcribe(item["path"], beam_size=int(job.get("beam", 1)), vad_filter=True,
-                                          language=job.get("language"))
-        texts = [s.text.strip() for s in segments]
-        out["inputs"].append({"path": item["path"], "meeting": item["meeting"], "audio_s": round(info.duration, 3),
-                              "wall_s": round(time.perf_counter() - began, 3),
-                              "cpu_s": round(time.process_time() - cpu0, 3), "language": info.language,
-                              "segments": [{"text": t, "raw_text": t} for t in texts if t]})
-    status = proc_status()
-    out["peak_rss_mb"] = status.get("VmHWM")
-    out["rss_at_end_mb"] = status.get("VmRSS")
     return out
 
 
