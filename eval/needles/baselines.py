@@ -3,7 +3,7 @@ front of a language model without a memory.
 
 * sliding window: the last N tokens of the transcript, as a chat tool holds them at the end of a meeting;
 * full-transcript stuffing: every segment in the prompt, if the model's window takes it;
-* rolling summary: a summary remade from itself plus the next chunk (`bench_summaries.rolling_summary`);
+* rolling summary: a summary remade from itself plus the next chunk (`rolling_summary`);
 * one retriever alone (BM25 or dense) with the top k segments as the prompt.
 
 Each is a pure function of the stored segments (or the search) and the question, so the evaluation runs
@@ -15,13 +15,14 @@ with the compiler's own estimate (`answers.tokens.count_tokens`), so the token f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-
-from ..bench.summaries import rolling_summary
 
 #: A large model's context window, for "does the whole transcript fit".
 LONG_WINDOW = 128_000
+#: The rolling summary's chunk (seconds of the meeting) and its length in lines.
+ROLLING_CHUNK_S = 300.0
+ROLLING_LINES = 8
 
 
 def rendered(segment: Any) -> str:
@@ -87,8 +88,33 @@ class RollingSummary:
         return {"lines": self.lines, "steps": self.steps, "tokens": self.tokens}
 
 
+def rolling_summary(segments: Sequence[Any], *, chunk_s: float = ROLLING_CHUNK_S,
+                    lines: int = ROLLING_LINES) -> tuple[list[Any], int]:
+    """The baseline: a summary remade from itself plus the next chunk, with the same extractive summarizer.
+
+    The previous summary's lines become pseudo-segments (the cited segment with the line's text), so its
+    lines keep citing the segment they came from. Returns the final lines and the number of steps.
+    """
+    from meetmem.store.records import Section
+    from meetmem.summarizers.extractive import ExtractiveOptions, ExtractiveSummarizer
+
+    summarizer = ExtractiveSummarizer(ExtractiveOptions(l1_lines=lines))
+    by_id = {s.segment_id: s for s in segments}
+    chunks: dict[int, list[Any]] = {}
+    origin = segments[0].start if segments else 0.0
+    for segment in segments:
+        chunks.setdefault(int((segment.start - origin) // chunk_s), []).append(segment)
+    summary: list[Any] = []
+    for step, key in enumerate(sorted(chunks)):
+        carried = [replace(by_id[line.source.segment_ids[0]], text=line.text) for line in summary]
+        members = carried + chunks[key]
+        section = Section(step, members[0].start, members[-1].end, tuple(s.segment_id for s in members), "length")
+        summary = list(summarizer.summarize_section(section, members).lines)
+    return summary, len(chunks)
+
+
 def final_rolling_summary(segments: Sequence[Any]) -> RollingSummary:
-    """The extractive rolling summary at the end of the meeting (see `bench_summaries.rolling_summary`)."""
+    """The extractive rolling summary at the end of the meeting (see `rolling_summary`)."""
     from meetmem.answers.tokens import count_tokens
 
     lines, steps = rolling_summary(segments)

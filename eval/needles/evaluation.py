@@ -8,14 +8,14 @@ summarizer, rule ledger). Then every question is put to every method on the same
 * `meetmem`: `Answerer.ask`. recall@k = the needle's segment among the first k citations; exact answer =
   the answer text contains the expected value (case and whitespace folded; Chinese compared without
   spaces); ask latency. The compiled prompt of one ask session over all questions in order
-  (`PromptSources.compile`, budget 4000, each round in the history as in `bench context`): tokens per
+  (`PromptSources.compile`, budget 4000, each round in the history as an ask session holds it): tokens per
   question and prefix reuse; `meetmem_prompt` recall = the needle's segment among the first k retrieved
   segments the prompt shows.
 * `bm25`, `dense`: one retriever alone, `search(mode=...)`; recall@k of its first k hits; tokens = the
   question and those k segments.
 * `sliding_window`: the last N tokens of the transcript (N = the budget) at the end of the meeting;
   recall = the needle's segment is inside.
-* `rolling_summary`: the extractive summary remade from itself every 5 minutes (`bench summaries`);
+* `rolling_summary`: the extractive summary remade from itself every 5 minutes;
   recall = the expected value is in the final summary.
 * `full_transcript`: the whole transcript and the question; recall = the needle's segment is within the
   last 128k tokens (all of them when the transcript fits).
@@ -35,6 +35,7 @@ or not answered exactly, the first 20 shown), wall_s.
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections import Counter
@@ -43,7 +44,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ..bench.context import shown_evidence
 from ..harness import latency
 from .baselines import (
     LONG_WINDOW,
@@ -93,6 +93,50 @@ def ingest(log: Any, meeting: NeedleMeeting, *, meeting_id: str = MEETING_ID, te
     return [segment_id_for(tenant, meeting_id, DEVICE, i) for i in range(len(items))]
 
 
+#: A prompt's segment line (`[#12 03:04 Ana] ...`) and a block named for a segment shown above in the history.
+_HANDLE_RE = re.compile(r"\[#(\d+) ")
+_NAME_HANDLE_RE = re.compile(r"segment #(\d+) ")
+
+
+def shown_evidence(compiled: Any, *, above: bool = False) -> list[Any]:
+    """The retrieved segments the prompt shows, in rank order (the ones dropped for the budget left out),
+    as the `Evidence` a later round's history carries; with `above`, also those left out of the evidence
+    because the session's history already shows them (they are in the prompt all the same)."""
+    from meetmem.answers.compiler import Evidence
+
+    prompt = compiled.prompt
+    by_id = {h.segment.segment_id: h.segment for h in compiled.hits}
+    out = []
+    for block in prompt.blocks:
+        if block.layer != 4 or block.reason == "recent":
+            continue
+        if block.text:
+            handle = _HANDLE_RE.match(block.text)
+        elif above and block.reason.endswith("shown above in the history"):
+            handle = _NAME_HANDLE_RE.match(block.name)
+        else:
+            continue
+        segment = by_id.get(prompt.shown.get(int(handle.group(1)), "")) if handle else None
+        if segment is not None:
+            out.append(Evidence(segment, block.reason))
+    return out
+
+
+def traceability(digest: Any, stored: set[str]) -> dict[str, Any]:
+    """Per layer: how many lines or items there are and how many cite only stored segments of the meeting."""
+    cites = {
+        "l1_lines": [line.source.segment_ids for s in digest.sections for line in s.lines],
+        "l2_lines": [line.source.segment_ids for line in digest.l2],
+        "ledger_items": [item.source.segment_ids for item in digest.ledger],
+    }
+    out: dict[str, Any] = {}
+    for name, cited in cites.items():
+        resolved = sum(1 for ids in cited if ids and all(i in stored for i in ids))
+        out[name] = {"count": len(cited), "resolved": resolved,
+                     "share": round(resolved / len(cited), 4) if cited else None}
+    return out
+
+
 def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int = DEFAULT_K,
              budget: int = DEFAULT_BUDGET, progress: Callable[[str], None] | None = None,
              on_question: Callable[[int, int], None] | None = None) -> dict[str, Any]:
@@ -118,8 +162,6 @@ def evaluate(meeting: NeedleMeeting, *, db_path: str | Path, routes: Any, k: int
     from meetmem.store.log import DEFAULT_TENANT, TranscriptLog
     from meetmem.summarizers.digest import MeetingDigester
     from meetmem.summarizers.extractive import ExtractiveSummarizer
-
-    from ..bench.summaries import traceability
 
     say = progress or (lambda _message: None)
     db_path = Path(db_path)

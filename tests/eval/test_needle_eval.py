@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from meetmem.eval.bench.planted_meeting import BACKCHANNEL, FILLER, TOPICS
 from meetmem.eval.needles.baselines import sliding_window
 from meetmem.eval.needles.evaluation import evaluate, table
 from meetmem.eval.needles.records import Needle, NeedleMeeting, NeedleQuestion
 from meetmem.eval.needles.scoring import METHODS, holds, normalised
+from meetmem.eval.needles.talk import background_line, topics
 
 SPEAKERS = ("Ana", "Ben", "Chloe", "Dev")
 SEGMENTS = 420
@@ -52,21 +52,21 @@ ORIGINAL = {240: "The design review is on Wednesday afternoon."}
 
 
 def short_meeting(seed: int = 7) -> NeedleMeeting:
-    """A hand-built 21-minute English meeting: topic chatter, backchannel and filler around ten needles."""
+    """A hand-built 21-minute English meeting: topic talk, backchannel and logistics around ten needles."""
     rng = random.Random(seed)
     planted = {p[0]: p for p in PLANTED}
     rows: list[dict[str, Any]] = []
-    topic = TOPICS[0]
+    talk = topics("en")
+    topic = talk[0]
     for i in range(SEGMENTS):
         if i % 60 == 0:
-            topic = TOPICS[(i // 60) % len(TOPICS)]
+            topic = talk[(i // 60) % len(talk)]
         if i in planted:
             text = planted[i][2]
         elif i in ORIGINAL:
             text = ORIGINAL[i]
         else:
-            draw = rng.random()
-            text = rng.choice(topic.chatter if draw < 0.55 else BACKCHANNEL if draw < 0.8 else FILLER)
+            text = background_line(rng, "en", topic, SPEAKERS)
         rows.append({"start": round(i * STEP_S, 2), "end": round(i * STEP_S + STEP_S * 0.9, 2), "text": text,
                      "speaker": SPEAKERS[i % len(SPEAKERS)], "lang": "en"})
     needles = tuple(Needle(kind, "en", index, text, values, tuple(NeedleQuestion(q, a) for q, a in questions),
