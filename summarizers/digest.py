@@ -59,9 +59,12 @@ class MeetingDigester:
     Args:
         log: the transcript log (the truth).
         search: the meeting search, whose stored embeddings place the topic cuts (None: pauses only).
-        summarizer: makes L1 and L2 (the extractive one by default).
+        summarizer: makes L1 and L2, or a function that makes the summarizer and the ledger's extractor when a
+            digest is first made (`backends.make_digest_parts` deferred): a process that only reads stored
+            digests, as `meetmem ask` on a closed meeting does, then never loads the ledger's rules or models.
         store: where digests are kept (made on the log when not given).
-        extract_ledger: the ledger's extractor (the rules', read incrementally: `ledger.IncrementalLedger`).
+        extract_ledger: the ledger's extractor (the rules', read incrementally: `ledger.IncrementalLedger`);
+            with a function for `summarizer`, the one it makes unless this is given.
         options: section settings.
         max_live: live meetings whose segmenter is kept between updates, the least recently used dropped
             first (None: all); a `meetmem worker` sees every meeting in turn and bounds it.
@@ -71,22 +74,22 @@ class MeetingDigester:
         self,
         log: TranscriptLog,
         search: TranscriptSearch | None,
-        summarizer: Summarizer,
+        summarizer: Summarizer | Callable[[], tuple[Summarizer, LedgerExtractor]],
         *,
         store: DerivedStore | None = None,
         extract_ledger: LedgerExtractor | None = None,
         options: DigestOptions | None = None,
         max_live: int | None = None,
     ) -> None:
-        if extract_ledger is None:
-            from .ledger import IncrementalLedger
-
-            extract_ledger = IncrementalLedger()
         self.log = log
         self.search = search
-        self.summarizer = summarizer
+        deferred = not hasattr(summarizer, "summarize_section")  # a Summarizer, or the function that makes one
+        self._make_parts: Callable[[], tuple[Summarizer, LedgerExtractor]] | None = (
+            summarizer if deferred else None)  # type: ignore[assignment]
+        self._summarizer: Summarizer | None = None if deferred else summarizer  # type: ignore[assignment]
+        self._extract_ledger = extract_ledger
+        self._parts_lock = threading.Lock()
         self.store = store or derived_store_for(log)
-        self.extract_ledger = extract_ledger
         self.options = options or DigestOptions()
         self._live: dict[tuple[str, str], _LiveState] = {}  # least recently used first
         self.max_live = max_live
@@ -94,6 +97,34 @@ class MeetingDigester:
         self._locks_guard = threading.Lock()
         self.timings: dict[str, float] = {}
         self._stale: set[tuple[str, str]] = set()
+
+    @property
+    def summarizer(self) -> Summarizer:
+        """What makes L1 and L2 (made now if it was deferred)."""
+        if self._summarizer is None:
+            self._parts()
+        assert self._summarizer is not None
+        return self._summarizer
+
+    @property
+    def extract_ledger(self) -> LedgerExtractor:
+        """The ledger's extractor (made now if it was deferred)."""
+        if self._extract_ledger is None:
+            self._parts()
+        assert self._extract_ledger is not None
+        return self._extract_ledger
+
+    def _parts(self) -> None:
+        with self._parts_lock:
+            if self._make_parts is not None:
+                summarizer, ledger = self._make_parts()
+                self._summarizer = self._summarizer or summarizer
+                self._extract_ledger = self._extract_ledger or ledger
+                self._make_parts = None
+            if self._extract_ledger is None:
+                from .ledger import IncrementalLedger
+
+                self._extract_ledger = IncrementalLedger()
 
     def _lock(self, key: tuple[str, str]) -> threading.Lock:
         with self._locks_guard:

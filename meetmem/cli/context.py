@@ -76,12 +76,16 @@ class CommandContext:
             from meetmem.summarizers.digest import MeetingDigester
 
             s = self.settings
-            summarizer, ledger = make_digest_parts(s.summarizer_for_embedder(), llm_url=s.llm_url,
-                                                   llm_model=s.llm_model, llm_api_key=s.llm_api_key,
-                                                   llm_timeout=s.llm_timeout,
-                                                   llm_system_role=s.llm_system_role, ledger=s.ledger_for_embedder(),
-                                                   embedder=shared_minilm(getattr(self.search, "routes", None)))
-            self._digester = MeetingDigester(self.log, self.search, summarizer, extract_ledger=ledger)
+            search = self.search
+
+            def parts() -> tuple:
+                # Made when a digest is first made here: reading a stored one loads no ledger rules or model.
+                return make_digest_parts(s.summarizer_for_embedder(), llm_url=s.llm_url, llm_model=s.llm_model,
+                                         llm_api_key=s.llm_api_key, llm_timeout=s.llm_timeout,
+                                         llm_system_role=s.llm_system_role, ledger=s.ledger_for_embedder(),
+                                         embedder=shared_minilm(getattr(search, "routes", None)))
+
+            self._digester = MeetingDigester(self.log, search, parts)
         return self._digester
 
     def close(self) -> None:

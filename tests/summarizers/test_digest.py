@@ -113,3 +113,30 @@ def test_a_closed_meetings_ledger_and_summary_have_the_contract_shape(
     assert all({"owner", "task", "due", "due_date"} <= t.keys() for t in ledger["todos"])
     assert all({"what", "value"} <= f.keys() for f in ledger["facts"])
     assert ledger["todos"], "the sample meeting assigns work (press release by April 2nd)"
+
+
+def test_deferred_parts_are_made_only_when_a_digest_is_made(log: TranscriptLog,
+                                                            sample_segments: list[SegmentInput]) -> None:
+    """`meetmem ask` on a meeting whose digest is stored reads it without loading the ledger's rules."""
+    from meetmem.summarizers.backends import make_digest_parts
+
+    made: list[int] = []
+
+    def parts() -> Any:
+        made.append(1)
+        return make_digest_parts("extractive", ledger="rules")
+
+    log.append("m", "glasses", sample_segments)
+    log.close_meeting("m")
+    first = MeetingDigester(log, None, parts, options=OPTIONS)
+    made_digest = first.digest("m")
+    assert made == [1] and made_digest.ledger  # made here, once
+    first.digest("m")
+    assert made == [1]
+
+    reader = MeetingDigester(log, None, parts, options=OPTIONS)  # another process, the digest stored
+    assert comparable(reader.digest("m")) == comparable(made_digest)
+    assert made == [1]  # read, not made: no summarizer or ledger built
+    log.append("m", "late", [SegmentInput(seq=0, start=900.0, end=901.0, text="One more thing: ship on May 2nd.")])
+    assert reader.digest("m").through_pos > made_digest.through_pos
+    assert made == [1, 1]
