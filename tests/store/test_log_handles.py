@@ -49,12 +49,13 @@ def test_handles_stay_flat_over_rounds_of_reads_from_fresh_threads(log: Transcri
         with ThreadPoolExecutor(max_workers=threads) as pool:  # new threads every round, as a server's come and go
             assert set(pool.map(read, range(200))) == {20 + 19 + 5}
         counts.append(open_handles(log.path))
-    # A connection per thread grew by about 45 handles a round here. SQLite may keep a closed connection's
+    # A connection per thread grew by about 45 handles every round here. SQLite may keep a closed connection's
     # descriptor a while (it cannot close a file another connection holds a lock on without dropping that
-    # lock), so the count wobbles by a few; it does not grow. The first round may run fewer readers at once
-    # than the later ones (threads start as the pool fills), so it can sit lower once (24 then 51 flat, on a
-    # busy machine): the rounds after it are what must stay level.
-    assert max(counts[1:]) - min(counts[1:]) <= 10, counts
+    # lock), so the count follows how many readers happened to run at once: it can step up once when a round
+    # runs more of them together (24 then 51 flat; 23, 23, 25, 38, 38, 38 with another test process on the
+    # other core), then stays level. It never climbs round after round.
+    steps_up = sum(1 for before, after in zip(counts, counts[1:], strict=False) if after > before + 10)
+    assert steps_up <= 1 and counts[-1] - counts[-2] <= 10, counts
     # Never more than the connections that can be open at once: the writer and one per thread reading at that
     # moment, each with the database, its WAL and its shared memory. How many of the extra readers' descriptors
     # SQLite keeps after they close depends on how many ran at once (it defers closing a file another
