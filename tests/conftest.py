@@ -344,6 +344,33 @@ def make_token(meetmem_cli: Callable[..., Any], db: Path, tenant: str, database_
     return result.stdout.strip()
 
 
+#: The slow tiers, marked on every test that needs them (`pytest -m "not slow"` is the fast tier, about a minute
+#: on two workers; CI runs everything). A test is `postgres` when it takes a PostgreSQL database or runs on that
+#: store; `process` when it starts a process (the CLI, `meetmem serve`, a worker, an edge, a browser) or its
+#: module drives processes itself; `model` when it loads a real embedding or speech model; `slow` when any
+#: of these holds, or it is `llm`.
+PROCESS_FIXTURES = frozenset({"meetmem_cli", "run_cli", "cli_command", "cli_store", "server", "serve_factory",
+                              "token_maker", "blocked_cli", "browser", "page", "app_page"})
+MODEL_FIXTURES = frozenset({"embedder", "base_asr", "tiny_asr"})
+TIER_MARKERS = ("postgres", "process", "model", "llm")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if names & {"pg_url", "pg_cluster"} or "postgres" in params.values():
+            item.add_marker(pytest.mark.postgres)
+        module = getattr(item, "module", None)
+        if names & PROCESS_FIXTURES or "subprocess" in getattr(module, "__dict__", {}) \
+                or "tests/web/" in Path(item.path).as_posix():
+            item.add_marker(pytest.mark.process)
+        if names & MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if any(item.get_closest_marker(name) for name in TIER_MARKERS):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # A module that sets `BACKENDS = ("sqlite", "postgres")` runs its tests on a `server` of each store.
     # So does a module's CLI (`cli_backend`: `run_cli` and `cli_store`).

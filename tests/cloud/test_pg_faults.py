@@ -23,6 +23,9 @@ import pytest
 pytest.importorskip("psycopg")
 pytest.importorskip("procrastinate")
 
+# Its deployment (eval/bench/pg_deployment.py) starts PostgreSQL, API processes and workers of its own.
+pytestmark = [pytest.mark.postgres, pytest.mark.process]
+
 from meetmem.eval.bench import pg_faults  # noqa: E402
 
 
