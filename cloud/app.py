@@ -69,12 +69,14 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         from meetmem.store.backends import open_log, open_search
         from meetmem.store.index.embedder_routes import embedder_routes
         from meetmem.store.receipts import ReceiptKey
+        from meetmem.store.webhooks import WebhookStore
         from meetmem.summarizers.backends import make_digest_parts, shared_minilm
         from meetmem.summarizers.digest import MeetingDigester
 
         from .auth import TokenStore
         from .service import MeetingService, ServiceOptions
         from .voice import VoiceQuestions
+        from .webhooks import WebhookEvents, WebhookSender, public_url
 
         routes = embedders
         if isinstance(routes, str):
@@ -95,6 +97,11 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                                llm_system_role=settings.llm_system_role,
                                                ledger=settings.ledger_for_embedder(), embedder=shared_minilm(routes))
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
+        # Webhooks: events queued as digests are stored, sent from threads that ingest and asks never wait on.
+        webhook_events = WebhookEvents(transcript_log, base_url=public_url(settings))
+        digester.on_saved.append(webhook_events)
+        webhook_events.sender = WebhookSender(WebhookStore(transcript_log),
+                                                timeout_s=getattr(settings, "webhook_timeout", 10.0))
         answerer = make_answerer(settings, search, digester.stored, stamp=digester.stamp)
         shared = _shared_across_processes(settings.database_url, jobs=settings.index_fallback_after > 0)
         service = MeetingService(
@@ -112,12 +119,15 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         )
         app.state.settings = settings
         app.state.tokens = TokenStore(transcript_log)
+        app.state.webhooks = WebhookStore(transcript_log)
         app.state.receipts = receipts
         app.state.service = service
         service.start()
+        webhook_events.sender.start()
         try:
             yield
         finally:
+            webhook_events.sender.stop()
             service.stop()
             close_answerer = getattr(answerer, "close", None)
             if callable(close_answerer):
@@ -155,9 +165,9 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
         burst=settings.rate_burst), lookup=lambda token: app.state.tokens.lookup(token))
     app.add_middleware(SecurityHeaders)  # outermost and reading nothing: the limits' refusals get headers too
 
-    from .routers import across, ask, audio, digests, events, export, health, meetings, speakers, web
+    from .routers import across, ask, audio, digests, events, export, health, meetings, speakers, web, webhooks
 
-    for module in (health, meetings, ask, digests, events, across, export, audio, speakers, web):
+    for module in (health, meetings, ask, digests, events, across, export, audio, speakers, web, webhooks):
         app.include_router(module.router)
     app.include_router(meetings.tombstones_router)
     return app
@@ -283,10 +293,16 @@ def _add_error_handlers(app: FastAPI, *, postgres: bool = False, hide: tuple[str
     ]
 
     async def store_error(request: Request, exc: Exception) -> JSONResponse:
+        from meetmem.store.calendar import CalendarError
         from meetmem.store.index.errors import MissingDependency, ModelUnavailable, SearchError
+        from meetmem.store.webhooks import UnknownWebhook, WebhookError
 
         from .auth import TokenError
 
+        if isinstance(exc, UnknownWebhook):
+            return reply(404, str(exc))
+        if isinstance(exc, WebhookError | CalendarError):
+            return reply(422, str(exc))
         for cls, status in statuses:
             if isinstance(exc, cls):
                 return reply(status, str(exc))

@@ -77,6 +77,10 @@ class IngestRequest(_Strict):
         "the meeting (\"by Friday\", \"下周五\") resolve against its day",
     )
     participants: list[NonBlank] | None = Field(default=None, max_length=200, description="who took part, by name")
+    ics: NonBlank | None = Field(
+        default=None, max_length=1_000_000,
+        description="the meeting's calendar invite (an iCalendar file's text): its first event gives the title, "
+        "the start with its timezone and the attendees, where the fields above do not say otherwise")
 
 
 class ReceiptOut(BaseModel):

@@ -22,10 +22,14 @@ EXPORT_FORMATS: dict[str, str] = {
     "srt": "application/x-subrip; charset=utf-8",
     "vtt": "text/vtt; charset=utf-8",
     "json": "application/json",
+    "ics": "text/calendar; charset=utf-8",
+    "csv": "text/csv; charset=utf-8",
 }
 
 #: The file name extension of each format (for a download's name).
-EXPORT_SUFFIX = {"md": ".md", "srt": ".srt", "vtt": ".vtt", "json": ".json"}
+EXPORT_SUFFIX = {"md": ".md", "srt": ".srt", "vtt": ".vtt", "json": ".json", "ics": ".ics", "csv": ".csv"}
+#: Where exported todos link to when the caller names no address (`meetmem serve`'s default).
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 
 # A subtitle cue must end after it starts (WebVTT requires it); a zero-length segment is shown this long.
 _MIN_CUE = 0.5
@@ -61,8 +65,9 @@ def header_for(meeting_id: str, segments: Sequence[Segment], *, title: str | Non
 
 
 def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest: MeetingDigest | None, *,
-           owner_names: Mapping[str, str] | None = None, speaker_names: Mapping[str, str] | None = None) -> str:
-    """The meeting in `fmt` (`md`, `srt`, `vtt` or `json`).
+           owner_names: Mapping[str, str] | None = None, speaker_names: Mapping[str, str] | None = None,
+           base_url: str | None = None) -> str:
+    """The meeting in `fmt` (`md`, `srt`, `vtt`, `json`; `ics` and `csv`: its open todos, store/calendar.py).
 
     Args:
         segments: the meeting's segments in listing order, corrected ones included (`supersedes` links a
@@ -74,6 +79,7 @@ def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest:
         speaker_names: speaker label -> name for the transcript's lines: subtitles show the name, the JSON's
             segments add `speaker_name` (their `speaker` stays the label), the minutes' participants read
             "Priya (S2)". None: the labels alone.
+        base_url: where the service's page is, for the todos' links (`ics`, `csv`; `DEFAULT_BASE_URL` if None).
 
     Raises:
         ValueError: an unknown format (the message lists the known ones).
@@ -84,6 +90,11 @@ def render(fmt: str, header: MeetingHeader, segments: Sequence[Segment], digest:
         return minutes_markdown(header, segments, digest, owner_names=owner_names, speaker_names=speaker_names)
     if fmt == "json":
         return export_json(header, segments, digest, owner_names=owner_names, speaker_names=speaker_names)
+    if fmt in ("ics", "csv"):
+        from .calendar import todos_csv, todos_ics
+
+        write = todos_ics if fmt == "ics" else todos_csv
+        return write(header, digest, base_url=base_url or DEFAULT_BASE_URL, owner_names=owner_names)
     return subtitles(_standing(segments), vtt=fmt == "vtt", speaker_names=speaker_names)
 
 

@@ -207,10 +207,31 @@ def _release_2026_12(db: sqlite_utils.Database) -> None:
                "vector BLOB NOT NULL, PRIMARY KEY (segment_id, model))")  # the vector cache (store/index/search.py)
 
 
+#: Webhook endpoints and their deliveries (store/webhooks.py, issue 35). The SQL is the same on PostgreSQL
+#: (store/pg/migrations/versions/b35w01_webhooks.py).
+WEBHOOK_TABLES = (
+    "CREATE TABLE IF NOT EXISTS webhooks (webhook_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, url TEXT NOT NULL, "
+    "events TEXT NOT NULL, secret TEXT NOT NULL, created_at TEXT NOT NULL, description TEXT)",
+    "CREATE INDEX IF NOT EXISTS webhooks_tenant ON webhooks (tenant)",
+    "CREATE TABLE IF NOT EXISTS webhook_deliveries (delivery_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, "
+    "webhook_id TEXT NOT NULL, event TEXT NOT NULL, meeting_id TEXT NOT NULL, event_key TEXT NOT NULL, "
+    "payload TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, next_attempt_at TEXT NOT NULL, "
+    "claimed_until TEXT, created_at TEXT NOT NULL, last_status INTEGER, last_error TEXT, delivered_at TEXT, "
+    "UNIQUE (webhook_id, event, meeting_id, event_key))",
+    "CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)",
+    "CREATE INDEX IF NOT EXISTS webhook_deliveries_tenant ON webhook_deliveries (tenant, created_at)",
+)
+
+
+def _webhooks(db: sqlite_utils.Database) -> None:
+    for statement in WEBHOOK_TABLES:
+        db.execute(statement)
+
+
 #: The SQLite schema's numbered steps, oldest first: the database's `PRAGMA user_version` is how many it has
 #: applied. A change of schema is a new step appended here (never an edit of one that shipped); opening a
 #: database, or `meetmem db upgrade --db FILE`, applies the steps it lacks, in one transaction.
-SQLITE_STEPS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_release_2026_12,)
+SQLITE_STEPS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_release_2026_12, _webhooks)
 SCHEMA_VERSION = len(SQLITE_STEPS)
 
 

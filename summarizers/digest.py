@@ -97,6 +97,8 @@ class MeetingDigester:
         self._locks_guard = threading.Lock()
         self.timings: dict[str, float] = {}
         self._stale: set[tuple[str, str]] = set()
+        #: Called with (tenant, digest) after each digest is stored (the service queues webhooks there).
+        self.on_saved: list[Callable[[str, MeetingDigest], object]] = []
 
     @property
     def summarizer(self) -> Summarizer:
@@ -209,6 +211,8 @@ class MeetingDigester:
                 open_from=open_from, l2_backend=l2_backend, l2_note=l2_note, made_at=_now(), ledger_notes=notes,
             )
             self.store.save(tenant, digest)
+            for hook in self.on_saved:
+                hook(tenant, digest)
             done = time.perf_counter()
             self.timings = {"sections_s": cut - started, "l1_s": summarized - cut, "l2_s": merged - summarized,
                             "ledger_s": done - merged, "total_s": done - started}

@@ -251,8 +251,10 @@ class ServeProcess:
     comes back). Output goes to a file: a pipe nobody reads would block the server once its buffer filled."""
 
     def __init__(self, cli_command: list[str], db: Path, port: int | None = None, *, embedder: str = "minilm",
-                 voice_model: str = "none", database_url: str | None = None) -> None:
+                 voice_model: str = "none", database_url: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.cli_command = cli_command
+        self.env = dict(env or {})
         self.db = db
         self.database_url = database_url
         self.port = port or free_port()
@@ -275,6 +277,7 @@ class ServeProcess:
         env.pop("MEETMEM_DATABASE_URL", None)
         if self.database_url:
             env["MEETMEM_DATABASE_URL"] = self.database_url
+        env.update(self.env)
         self._output = self.log_path.open("ab")
         self.process = subprocess.Popen([*self.cli_command, "serve", "--db", str(self.db), "--port", str(self.port)],
                                         env=env, stdout=self._output, stderr=subprocess.STDOUT)
@@ -431,9 +434,10 @@ def serve_factory(cli_command: list[str], tmp_path: Path) -> Iterator[Callable[.
     made: list[ServeProcess] = []
 
     def make(db: Path | None = None, port: int | None = None, *, embedder: str = "none",
-             voice_model: str = "none", database_url: str | None = None) -> ServeProcess:
+             voice_model: str = "none", database_url: str | None = None,
+             env: dict[str, str] | None = None) -> ServeProcess:
         serve = ServeProcess(cli_command, db or tmp_path / "cloud.db", port, embedder=embedder,
-                             voice_model=voice_model, database_url=database_url)
+                             voice_model=voice_model, database_url=database_url, env=env)
         made.append(serve)
         return serve
 

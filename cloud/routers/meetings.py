@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
+from meetmem.store.calendar import read_invite, with_invite
 from meetmem.store.errors import InvalidSegment
 from meetmem.store.interchange import validate_segment
 from meetmem.store.meeting_meta import meeting_meta
@@ -58,7 +59,7 @@ def post_segments(meeting_id: MeetingId, body: IngestRequest, request: Request, 
     so a device may resend a batch it is unsure about. The first batch to an unknown meeting id creates it;
     a deleted meeting's id stays taken by its tombstone (409);
     `title`, `started_at` and `participants` beside `device_id` describe the meeting (given later, they
-    replace what was stored).
+    replace what was stored); `ics`, a calendar invite, gives whichever of them the batch does not.
     The answer comes once the batch is durable; indexing follows in the background (searchable at once)."""
     limit = request.app.state.settings.max_batch
     if len(body.segments) > limit:
@@ -70,7 +71,8 @@ def post_segments(meeting_id: MeetingId, body: IngestRequest, request: Request, 
             inputs.append(validate_segment(fields, item.seq))
         except InvalidSegment as exc:
             raise InvalidSegment(f"segments[{i}] (seq {item.seq}): {exc.reason}") from None
-    meta = meeting_meta(body.title, body.started_at, body.participants)
+    invite = read_invite(body.ics, name="the `ics` field") if body.ics is not None else None
+    meta = meeting_meta(*with_invite(invite, body.title, body.started_at, body.participants))
     result, ids = service.ingest(tenant, meeting_id, body.device_id, inputs, meta=meta)
     receipt = request.app.state.receipts.sign(tenant, meeting_id, result.head_pos, result.head_hash)
     return IngestResponse(meeting_id=meeting_id, device_id=body.device_id, new=result.new,
