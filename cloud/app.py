@@ -98,7 +98,8 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
                                                ledger=settings.ledger_for_embedder(), embedder=shared_minilm(routes))
         digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger)
         # Webhooks: events queued as digests are stored, sent from threads that ingest and asks never wait on.
-        webhook_events = WebhookEvents(transcript_log, base_url=public_url(settings))
+        webhook_events = WebhookEvents(transcript_log,
+                                       base_url=public_url(settings.public_url, settings.host, settings.port))
         digester.on_saved.append(webhook_events)
         webhook_events.sender = WebhookSender(WebhookStore(transcript_log),
                                                 timeout_s=getattr(settings, "webhook_timeout", 10.0))

@@ -34,11 +34,10 @@ log = logging.getLogger(__name__)
 USER_AGENT = "meetmem-webhooks/1"
 
 
-def public_url(settings: Any) -> str:
+def public_url(public: str | None, host: str, port: int) -> str:
     """Where people reach the service (`MEETMEM_PUBLIC_URL`), else the address `meetmem serve` listens on: the
-    links in deliveries and exported todos point there."""
-    given = getattr(settings, "public_url", None)
-    return given.rstrip("/") if given else f"http://{settings.host}:{settings.port}"
+    links in deliveries point there."""
+    return public.rstrip("/") if public else f"http://{host}:{port}"
 
 
 def meeting_link(base_url: str, meeting_id: str) -> str:

@@ -81,6 +81,11 @@ class Settings(BaseSettings):
     # -- the cloud service (`meetmem serve`) ---------------------------------------------------------------
     host: str = Field(default="127.0.0.1", description="the address `meetmem serve` listens on")
     port: int = Field(default=8000, ge=0, le=65535, description="the port `meetmem serve` listens on")
+    public_url: str | None = Field(
+        default=None, description="where people reach the service (https://meetmem.example.com): the links in "
+        "webhook deliveries and exported todos point there; none: http://HOST:PORT")
+    webhook_timeout: float = Field(default=10.0, gt=0, le=120,
+                                   description="seconds one webhook delivery attempt may take before it is retried")
     max_body_bytes: int = Field(
         default=4 * 1_048_576, ge=1024,
         description="the largest request body accepted (a spoken question of a minute is about 2 MB as WAV)",
@@ -167,6 +172,18 @@ class Settings(BaseSettings):
         description="the file of the key that signs every acknowledgement's receipt (made on first use; default: "
         "beside the database, `<db>.receipt-key`). Keep it out of reach of whoever can write the database",
     )
+
+    # -- the edge agent (`meetmem edge ...`; the flags of the same names win) ---------------------------------
+    cloud: str | None = Field(default=None, description="the cloud's URL the edge sends to (`edge --cloud`)")
+    token: str | None = Field(default=None, repr=False,
+                              description="the bearer token the edge sends with (`edge --token`)")
+    mic_device: str | None = Field(
+        default=None, description="the microphone the edge records from: an input device's name as PortAudio "
+        "lists it, or its number (`edge --mic-device`; default: the system's default input)")
+    ws_token: str | None = Field(
+        default=None, repr=False,
+        description="the shared secret a phone app must send to stream audio into `edge run --input ws://...` "
+        "(`--ws-token`)")
 
     def summarizer_for_embedder(self) -> str:
         """The summarizer to use: `summarizer`, except extractive for `learned` when no embedding model is wanted

@@ -7,13 +7,12 @@ with a stored digest (summary sections and ledger items made by the extractive d
 is deleted (`TranscriptLog.delete_meeting`, one transaction, tombstone signed) and timed, and another
 meeting's chain is verified before and after, to show its cost and its result unchanged.
 
-Prints one JSON object on stdout; progress goes to stderr.
+Prints its figures on stdout (one JSON object with --json); progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import tempfile
@@ -21,6 +20,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from meetmem.cli.options import JSON, QUIET, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import checkout, machine_info
 
@@ -94,15 +96,15 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         "rows_left": left,
         "db_bytes_before": size_before,
     }
-    print(json.dumps(result, ensure_ascii=False))
+    emit_figures(result, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "delete", parents=[common], help="how long deleting a meeting takes",
+        "delete", parents=flags(JSON, QUIET), help="how long deleting a meeting takes",
         description="Build meetings of N segments with vectors and digests, delete one and time it; verify "
-                    "another before and after. Prints one JSON object on stdout.")
+                    "another before and after. Prints the figures on stdout (one JSON object with --json).")
     p.add_argument("--segments", type=int, default=10_000, metavar="N", help="segments per meeting (10000)")
     p.add_argument("--meetings", type=int, default=3, metavar="M", help="meetings in the database (3)")
     p.set_defaults(func=run)

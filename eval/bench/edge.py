@@ -18,7 +18,7 @@
 * The resource budget (`--parts budget`, not run by default; `edge_budget`): RTF, CPU in speech and in
   silence, peak RSS, the smallest address-space cap and outbox growth, projected onto a Raspberry Pi 4 and 5.
 
-Prints one JSON object on stdout; progress goes to stderr.
+Prints its figures on stdout (one JSON object with --json); progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from meetmem.cli.options import JSON, QUIET, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import (
     checkout,
@@ -278,7 +281,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     info["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["targets"] = targets(report)
     report["wall_s"] = round(time.perf_counter() - wall0, 1)
-    sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None if args.json else 2) + "\n")
+    emit_figures(report, as_json=args.json)
     sys.stdout.flush()
     return 0 if report["targets"]["all_pass"] or not args.check else 1
 
@@ -297,14 +300,15 @@ def _parts(value: str) -> list[str]:
     return chosen
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "edge", parents=[common], help="the edge agent: real-time factor, memory, latency, WER",
+        "edge", parents=flags(JSON, QUIET), help="the edge agent: real-time factor, memory, latency, WER",
         description="The edge agent on the project's generated meeting: real-time factor, WER and peak RSS of "
                     "tiny.en and base at beam 1 and 5 on 2 threads and on 1 (pinned to one core), each in its own "
                     "process; end of speech to outbox and to the acknowledgement of a real `meetmem serve` on "
                     "loopback at speaking pace; WER with and without the meeting's glossary; WER/CER on the "
-                    "shared real clips (--data). Prints one JSON object on stdout with the targets as pass/fail; "
+                    "shared real clips (--data). Prints the figures on stdout (one JSON object with --json) with "
+                    "the targets as pass/fail; "
                     "progress on stderr. Takes 15-20 minutes on 2 cores; --quick takes about 3.")
     p.add_argument("--quick", action="store_true",
                    help=f"a smoke run: base beam 1 on 2 threads only, the first {QUICK_SECONDS:g} s of the meeting")

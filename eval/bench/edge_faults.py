@@ -80,7 +80,7 @@ def corrupted_outbox(workdir: Path, *, cli: list[str], quiet: bool) -> dict[str,
         out.setframerate(16000)
         out.writeframes(b"\x00\x00" * 16000)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    run = subprocess.run([*cli, "edge", "run", "--input", str(audio), "--meeting", "corrupt", "--cloud",
+    run = subprocess.run([*cli, "edge", "run", "corrupt", "--input", str(audio), "--cloud",
                           "http://127.0.0.1:9", "--token", "unused", "--outbox", str(path), "--model", "tiny.en",
                           "--no-cloud-glossary", "--quiet"], env=env, capture_output=True, text=True, timeout=300)
     asides = [p for p in workdir.iterdir() if p.name.startswith(path.name + ".corrupt-") and
@@ -152,7 +152,7 @@ def edge_killed_mid_meeting(workdir: Path, *, kills: int, seconds: float | None,
     env.pop("MEETMEM_TOKEN", None)
 
     def edge(meeting: str, outbox: Path, token: str = token) -> list[str]:
-        return [*cli, "edge", "run", "--input", str(audio), "--meeting", meeting, "--cloud", server.url,
+        return [*cli, "edge", "run", meeting, "--input", str(audio), "--cloud", server.url,
                 "--token", token, "--outbox", str(outbox), "--model", "tiny.en", "--language", "en", "--threads", "2",
                 "--no-cloud-glossary", "--timeout", "120"]
 

@@ -40,6 +40,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from meetmem.cli.options import JSON, QUIET, flags
+from meetmem.cli.output import emit_figures
+
 from .audio_faults import racing_chunk_uploads, ten_day_gap, trickle_flood
 from .edge_faults import cloud_down_mid_meeting, corrupted_outbox, edge_killed_mid_meeting
 from .fault_checks import create_token, note, segment, tally, wait_up
@@ -244,7 +247,7 @@ def run_postgres(args: argparse.Namespace, ctx: Any) -> int:
     report = {"benchmark": "faults", "backend": "postgres", "short": args.short, "steps": steps, "totals": totals,
               "wall_s": round(time.perf_counter() - started, 1),
               "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]}
-    sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
+    emit_figures(report, as_json=args.json)
     bad = any(totals[name] for name in ("acknowledged_lost", "duplicated", "chains_broken", "server_error_500",
                                          "unavailable_without_retry_after", "rows_twice", "not_recovered"))
     return 1 if bad else 0
@@ -302,7 +305,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     report = {"benchmark": "faults", "short": short, "seed": args.seed, "steps": steps, "totals": totals,
               "wall_s": round(time.perf_counter() - started, 1),
               "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]}
-    sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
+    emit_figures(report, as_json=args.json)
     bad = (totals["acknowledged_lost"] or totals["duplicated"] or totals["partial_batches"]
            or totals["chains_broken"] or totals["half_written_ingests"] or totals["server_error_500"]
            or totals["discarded_from_outbox"] or totals["speech_missing"] or totals["left_in_outbox"]
@@ -311,15 +314,17 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     return 1 if bad else 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "faults", parents=[common], help="the fault campaign: kills, outages, a full disk; counts what survived",
+        "faults", parents=flags(JSON, QUIET),
+        help="the fault campaign: kills, outages, a full disk; counts what survived",
         description="Break the service on purpose with real processes on a loopback port (the server SIGKILLed "
         "mid-batch, the cloud down mid-meeting, `meetmem ingest` SIGKILLed, a size-capped database filling up, "
         "a damaged edge outbox, `meetmem edge run` SIGKILLed mid-meeting on real speech and restarted; then audio: "
         "racing chunk uploads, a ten-day gap asked for by four clients at once, a flood of trickled bodies) "
         "and report per step what was acknowledged, stored, lost, duplicated, and whether every chain verifies, "
-        "and for the audio steps the server's peak RSS and CPU seconds. Prints one JSON object; exits 1 when "
+        "and for the audio steps the server's peak RSS and CPU seconds. Prints the figures (one JSON object with "
+        "--json); exits 1 when "
         "anything acknowledged was lost or doubled, a raced chunk was not 200 + 409 or left a file, the server "
         "passed 600 MB in the audio steps, or the normal client was refused during the trickle flood.",
     )

@@ -74,7 +74,7 @@ class Deployment:
         self.servers = [Server(self.key_home, free_port(), embedder, workdir / f"api-{i + 1}.log",
                                database_url=self.url)
                         for i in range(api)]
-        self.workers = [Worker(self.url, self.key_home, embedder, workdir / f"worker-{i + 1}.log")
+        self.workers = [Worker(self.url, embedder, workdir / f"worker-{i + 1}.log")
                         for i in range(workers)]
 
     def start(self) -> None:

@@ -246,7 +246,7 @@ def worker_killed_mid_job(workdir: Path, *, segments: int = 1500, quiet: bool = 
             queue.close()
         embedded = "SELECT count(*) FROM segment_search WHERE embedding IS NOT NULL"
         for number in (1, 2):
-            workers.append(Worker(deployment.url, deployment.key_home, "minilm", workdir / f"worker-{number}.log",
+            workers.append(Worker(deployment.url, "minilm", workdir / f"worker-{number}.log",
                                   options=("--heartbeat", "1", "--stalled-after", "4")))
         first_worker, second_worker = workers
         first_worker.start()

@@ -19,7 +19,7 @@
   balancer would; a probe searches on another process than the one its segment was posted to) and `--workers`
   `meetmem worker` processes; CPU seconds are reported per process and for PostgreSQL's own processes.
 
-Prints one JSON object on stdout; progress goes to stderr.
+Prints its figures on stdout (one JSON object with --json); progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -39,6 +38,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from meetmem.cli.options import JSON, MODEL, QUIET, TENANT, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import checkout, db_bytes, guarded, machine_info
 from .serve_load import LiveMeeting, LoadPlan, Question, Tally, live_speakers, run_load
@@ -287,7 +289,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                      for i in range(args.api_processes)]
             servers = [Server(key_home, port, ctx.settings.embedder, Path(tmp) / f"server-{i + 1}.log",
                               database_url=url) for i, port in enumerate(ports)]
-            workers = [Worker(url, key_home, ctx.settings.embedder, Path(tmp) / f"worker-{i + 1}.log")
+            workers = [Worker(url, ctx.settings.embedder, Path(tmp) / f"worker-{i + 1}.log")
                        for i in range(args.workers)] if url else []
             plan = LoadPlan(servers[0].url, token, _live_meetings(args, stamp), preload_questions, args.devices,
                             args.askers, args.duration, pace=args.pace, jitter=args.jitter, think=args.think,
@@ -342,7 +344,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         "db_bytes": {"before": db_before, "after": db_after},
         "wall_s": round(time.perf_counter() - wall0, 1),
     }
-    sys.stdout.write(json.dumps(report, indent=None if args.json else 2) + "\n")
+    emit_figures(report, as_json=args.json)
     sys.stdout.flush()
     return 0 if report["targets"]["all_pass"] or not args.check else 1
 
@@ -357,14 +359,15 @@ def _positive(kind: type) -> Any:
     return parse
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "serve", parents=[common], help="the cloud service under devices and askers, on loopback",
+        "serve", parents=flags(TENANT, MODEL, JSON, QUIET),
+        help="the cloud service under devices and askers, on loopback",
         description="Start `meetmem serve` on a database holding --hours of meetings, then simulate glasses "
                     "posting segments at speaking pace and people asking questions for --duration seconds. "
                     "Prints ingest, ask and ingest-to-searchable latencies, errors, requests/s and the server's "
-                    "memory as one JSON object on stdout, with the targets (50 devices + 10 askers for 300 s, no "
-                    "errors, ask p95 <= 300 ms, searchable p95 <= 1 s) as pass/fail; progress on stderr. "
+                    "memory on stdout (one JSON object with --json), with the targets (50 devices + 10 askers "
+                    "for 300 s, no errors, ask p95 <= 300 ms, searchable p95 <= 1 s) as pass/fail; progress on stderr. "
                     "--work-db keeps the prepared database: the first run builds and embeds it, later runs copy it.")
     p.add_argument("--devices", type=_positive(int), default=50, help="simulated glasses (default 50)")
     p.add_argument("--per-meeting", type=_positive(int), default=5,

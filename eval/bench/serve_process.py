@@ -127,7 +127,6 @@ class Worker:
     """`meetmem worker` on a PostgreSQL database: runs the jobs the API processes defer."""
 
     database_url: str
-    key_home: Path  # the `--db` path every process of the deployment names (the receipt key lives beside it)
     embedder: str
     log_path: Path
     options: tuple[str, ...] = ()  # more `meetmem worker` flags: --heartbeat, --stalled-after
@@ -136,8 +135,7 @@ class Worker:
     def start(self) -> None:
         exe = Path(sys.executable).with_name("meetmem")
         command = [str(exe)] if exe.exists() else [sys.executable, "-m", "meetmem.cli"]
-        command += ["worker", "--database", self.database_url, "--db", str(self.key_home), "--embedder",
-                    self.embedder, "-v", *self.options]
+        command += ["worker", "--database", self.database_url, "--embedder", self.embedder, "-v", *self.options]
         env = {**os.environ, "MEETMEM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -34,6 +34,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from meetmem.cli.options import JSON, flags
+from meetmem.cli.output import emit_figures
+
 from ..harness.der import diarization_error
 from .speaker_meetings import (
     SR,
@@ -327,18 +330,19 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
                 say(f"resources on {threads} thread(s) ...")
                 report["resources"].append(resources(wav, threads))
     report["load_average"] = list(os.getloadavg())
-    print(json.dumps(report, indent=1))
+    emit_figures(report, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "speakers", parents=[common], help="speaker labels: DER, speaker counts, the encoder's CPU and memory",
+        "speakers", parents=flags(JSON), help="speaker labels: DER, speaker counts, the encoder's CPU and memory",
         description="Label generated espeak-ng meetings, the demo meeting and (with --data) a meeting of real "
                     "recorded speakers mixed with espeak-ng voices the way the edge does (VAD utterances, "
                     "voice embeddings, online clustering); print DER (collar 0.25 s), speaker-count accuracy, "
                     "the threshold tuned on the generated meetings, the enrolled wearer's labels, and the "
-                    "encoder's added CPU and RSS on 1 and 2 threads. One JSON object on stdout.")
+                    "encoder's added CPU and RSS on 1 and 2 threads. The figures on stdout (one JSON object "
+                    "with --json).")
     p.add_argument("--data", default=None, help="the shared data's audio folder (for the mixed real meeting)")
     p.add_argument("--meetings", type=int, default=8, help="generated meetings (default 8)")
     p.add_argument("--seed", type=int, default=19, help="seed of the generated meetings (default 19)")

@@ -17,14 +17,13 @@ path, `TranscriptLog.append`, in batches of 50 from a few devices, as glasses wo
   correction (`supersedes`).
 * memory: peak RSS (VmHWM) of the process for that size (the peak is reset between sizes when Linux allows).
 
-Prints one JSON object on stdout; progress goes to stderr.
+Prints its figures on stdout (one JSON object with --json); progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import random
 import statistics
@@ -34,6 +33,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from meetmem.cli.options import JSON, MODEL, QUIET, TENANT, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import SharedVectorEmbedder, checkout, db_bytes, machine_info, proc_status, rate, reset_peak_rss
 from .search_timing import K, measure_search, timed_build
@@ -351,18 +353,22 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         "wall_s": round(time.perf_counter() - wall0, 1),
         "process_cpu_s": round(time.process_time() - cpu0, 1),
     }
-    sys.stdout.write(json.dumps(report, indent=2 if not args.json else None) + "\n")
+    emit_figures(report, as_json=args.json)
     sys.stdout.flush()
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "store", parents=[common], help="ingest and search speed of the store",
+        "store", parents=flags(TENANT, MODEL, JSON, QUIET, own_db=True), help="ingest and search speed of the store",
         description="Ingest, embedding, index-build and search speed of the transcript store on a generated "
-                    "meeting of each size. Prints one JSON object on stdout; progress on stderr. Uses a "
+                    "meeting of each size. Prints the figures on stdout (one JSON object with --json); progress "
+                    "on stderr. Uses a "
                     "temporary database unless --db is given (then each size adds a new meeting to it).",
     )
+    p.add_argument("--db", default=None, metavar="PATH",
+                   help="keep the meetings in this database file, each size a new meeting (default: a temporary "
+                        "file per size, deleted after the run)")
     p.add_argument("--sizes", type=_sizes, default=list(DEFAULT_SIZES), metavar="N[,N...]",
                    help="meeting sizes in segments (default: 1000,10000,100000)")
     p.add_argument("--queries", type=_positive, default=DEFAULT_QUERIES, metavar="N",

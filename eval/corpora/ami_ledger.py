@@ -33,6 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from meetmem.cli.options import JSON, flags
+from meetmem.cli.output import emit_figures
+
 from ..harness import BenchDataError, guarded
 
 if TYPE_CHECKING:
@@ -405,7 +408,7 @@ def _run_model_command(args: argparse.Namespace) -> dict[str, Any]:
 def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.model or args.llm_url:
         report = _run_model_command(args)
-        sys.stdout.write(json.dumps(report, indent=None if args.json else 1, ensure_ascii=False) + "\n")
+        emit_figures(report, as_json=args.json)
         return 0
     meetings = [m.strip() for m in args.meetings.split(",") if m.strip()] if args.meetings else None
     extractors = ("rules", "detector", "combined") if args.ledger == "all" else (args.ledger,)
@@ -416,17 +419,18 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
         for name in extractors:
             if isinstance(report.get(name), dict):
                 report[name].pop("per_meeting", None)
-    sys.stdout.write(json.dumps(report, indent=None if args.json else 1) + "\n")
+    emit_figures(report, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "ledger", parents=[common], help="the ledger's todos and decisions on AMI (rules, learned detector, both)",
+        "ledger", parents=flags(JSON), help="the ledger's todos and decisions on AMI (rules, learned detector, both)",
         description="Run the rule-based ledger on AMI meetings (dialogue acts as segments) and score its todos "
                     "and decisions against the human action items and decisions: precision and recall by "
                     "evidence overlap and by text similarity. With --model or --llm-url, rules alone and rules "
-                    "plus the vetted model pass on fixed windows, in the same run. One JSON object on stdout.")
+                    "plus the vetted model pass on fixed windows, in the same run. The figures on stdout (one "
+                    "JSON object with --json).")
     p.add_argument("--data", required=True, metavar="DIR", help="the AMI folder (<split>/*.json)")
     p.add_argument("--split", default="dev", help="the split to score (default dev)")
     p.add_argument("--meetings", default=None, metavar="ID,ID", help="only these meetings (quick checks)")

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from meetmem.cli.options import JSON, MODEL, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import BenchDataError, guarded
 
@@ -144,16 +146,16 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
     report = run(Path(args.data), Path(args.questions), embedder=ctx.settings.embedder, ledger=args.ledger)
     if not args.per_question:
         report.pop("results")
-    sys.stdout.write(json.dumps(report, indent=None if args.json else 1, ensure_ascii=False) + "\n")
+    emit_figures(report, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "questions", parents=[common], help="time, topic, speaker and why questions on AMI meetings",
+        "questions", parents=flags(MODEL, JSON), help="time, topic, speaker and why questions on AMI meetings",
         description="Ask the written time, topic, speaker and why questions about AMI dev meetings and report the "
-                    "share whose first citation lies in the expected span, overall and by kind. One JSON object "
-                    "on stdout.")
+                    "share whose first citation lies in the expected span, overall and by kind. The figures on "
+                    "stdout (one JSON object with --json).")
     p.add_argument("--data", required=True, metavar="DIR", help="the AMI folder (dev/*.json)")
     p.add_argument("--questions", default=str(DEFAULT_QUESTIONS), metavar="FILE.jsonl",
                    help="the questions (default: eval/data/ami_questions.jsonl)")

@@ -30,13 +30,14 @@ The report half's wrong and unresolved cases are listed (at most `MAX_MISSES`).
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from meetmem.cli.options import JSON, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import BenchDataError, guarded
 from .ami_ledger import ami_segments, load_meetings
@@ -253,18 +254,18 @@ def run(data_dir: Path, split: str = "dev", *, meetings: Sequence[str] | None = 
 def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
     meetings = [m.strip() for m in args.meetings.split(",") if m.strip()] if args.meetings else None
     report = run(Path(args.data), args.split, meetings=meetings)
-    sys.stdout.write(json.dumps(report, indent=None if args.json else 1) + "\n")
+    emit_figures(report, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "roles", parents=[common],
+        "roles", parents=flags(JSON),
         help="role mentions (\"the project manager\", \"marketing\") resolved to AMI's speaker letters",
         description="Resolve role mentions with the speaker directory of each AMI meeting (its own introductions "
                     "and those of its series' other meetings) and score them against the letter the human "
                     "summaries' evidence gives each role: resolved share and accuracy per mention, role and "
-                    "overall, for the tune and report halves. One JSON object on stdout.")
+                    "overall, for the tune and report halves. The figures on stdout (one JSON object with --json).")
     p.add_argument("--data", required=True, metavar="DIR", help="the AMI folder (<split>/*.json)")
     p.add_argument("--split", default="dev", help="the split to score (default dev)")
     p.add_argument("--meetings", default=None, metavar="ID,ID", help="only these meetings (quick checks)")

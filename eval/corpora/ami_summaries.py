@@ -28,12 +28,13 @@ The halves are `eval.training.ami_split`'s: the head and the summarizer's settin
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from meetmem.cli.options import JSON, QUIET, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import BenchDataError, guarded
 from .ami_ledger import ami_segments, load_meetings
@@ -284,18 +285,19 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
                  sections=args.sections, progress=lambda line: progress_note(ctx, f"bench summaries-ami: {line}"))
     if not args.per_meeting:
         report.pop("per_meeting", None)
-    sys.stdout.write(json.dumps(report, indent=None if args.json else 1) + "\n")
+    emit_figures(report, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "summaries-ami", parents=[common],
+        "summaries-ami", parents=flags(JSON, QUIET),
         help="L1/L2 summaries on AMI (extractive, learned, lead-N): cited-utterance precision/recall and ROUGE",
         description="Summarize AMI meetings (dialogue acts as segments, the same topic sections for every arm) "
                     "with today's extractive summarizer, the learned one and a lead-N baseline, and score the "
                     "utterances each summary cites against the annotators' extractive summary and its text "
-                    "against the abstract (ROUGE-1/2/L F), micro and macro. One JSON object on stdout.")
+                    "against the abstract (ROUGE-1/2/L F), micro and macro. The figures on stdout (one JSON "
+                    "object with --json).")
     p.add_argument("--data", required=True, metavar="DIR", help="the AMI folder (<split>/*.json)")
     p.add_argument("--split", default="dev", help="the split to score (default dev)")
     p.add_argument("--half", default="report", choices=("tune", "report", "all"),

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +44,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from meetmem.cli.options import JSON, MODEL, QUIET, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import PARTS, BenchDataError, RunClock, base_options, guarded, in_part, options_public
 
@@ -426,17 +428,18 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
     report = evaluate_locomo(Path(args.data), embedder=routes, captions=args.captions, conversations=conversations,
                              errata=Path(args.errata) if args.errata else None, part=args.part,
                              search_options=base_options(args.search_option), progress=say)
-    sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None if args.json else 1) + "\n")
+    emit_figures(report, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "locomo", parents=[common], help="evidence recall on LoCoMo's long conversations",
+        "locomo", parents=flags(MODEL, JSON, QUIET), help="evidence recall on LoCoMo's long conversations",
         description="Each LoCoMo conversation becomes one meeting (a segment per turn, sessions in order); every "
                     "question is put to ask, BM25, dense and hybrid search, and scored by evidence recall@5 and "
                     "@10 (share of its evidence turns among the first k results) and any@k, per category; "
-                    "category 5 (unanswerable) is reported apart. One JSON object on stdout; progress on stderr.")
+                    "category 5 (unanswerable) is reported apart. The figures on stdout (one JSON object with "
+                    "--json); progress on stderr.")
     p.add_argument("--data", required=True, metavar="PATH",
                    help=f"the LoCoMo folder (holding {DEFAULT_FILE}) or a LoCoMo JSON file")
     p.add_argument("--captions", action="store_true",

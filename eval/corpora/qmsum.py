@@ -1,8 +1,8 @@
 """`meetmem bench qmsum`: retrieval on the QMSum validation meetings, scored against annotated turn spans.
 
-It prints ONE JSON object on stdout; progress goes to stderr. It builds its own temporary database
-(nothing is written to the user's log) and goes through the product's own paths: `TranscriptLog.append`,
-`TranscriptSearch.search` and `Answerer.ask`.
+It prints its figures on stdout (ONE JSON object with --json); progress goes to stderr. It builds its own
+temporary database (nothing is written to the user's log) and goes through the product's own paths:
+`TranscriptLog.append`, `TranscriptSearch.search` and `Answerer.ask`.
 
 ``bench qmsum --data DIR`` (the QMSum validation meetings; the path is always given, the data never lives in
 this repository). Each transcript turn becomes one segment whose `seq` is the turn's index, so a result maps
@@ -29,13 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from meetmem.cli.options import JSON, MODEL, QUIET, Deprecated, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import (
     DEFAULT_CONVEX_WEIGHTS,
@@ -408,7 +410,7 @@ def run_qmsum(args: argparse.Namespace, ctx: CommandContext) -> int:
         report[key] = value
     report["wall_time"] = clock.report()
     report["code"] = code_report(code_at_start)
-    sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
+    emit_figures(report, as_json=args.json)
     return 0
 
 
@@ -452,12 +454,13 @@ def _score_query(q: QMSumQuery, k: int, meeting_id: str, search: TranscriptSearc
     run("ask", asked)
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "qmsum", parents=[common], help="retrieval quality on the QMSum meetings",
+        "qmsum", parents=flags(MODEL, JSON, QUIET), help="retrieval quality on the QMSum meetings",
         description="Search and ask on QMSum's meetings, scored against the annotated turn spans of the specific "
-                    "queries: hit@1 and P@k of BM25, dense, hybrid (rrf and convex) and ask's citations. One JSON "
-                    "object on stdout; progress on stderr. --embedder picks the dense model (default minilm).")
+                    "queries: hit@1 and P@k of BM25, dense, hybrid (rrf and convex) and ask's citations. The "
+                    "figures on stdout (one JSON object with --json); progress on stderr. --embedder picks the "
+                    "dense model (default minilm).")
     p.add_argument("--data", required=True, metavar="DIR", help="the QMSum folder (queries_<split>.jsonl, <split>/)")
     p.add_argument("--split", default="val", help="the split to score (default val)")
     p.add_argument("--k", type=int, default=5, help="results scored per query for P@k (default 5)")
@@ -473,5 +476,5 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
     p.add_argument("--part", choices=PARTS, default="all",
                    help="the half of the meetings to score (a fixed rule on the meeting id; defaults are tuned "
                         "on 'tune' and reported on 'report'; default all)")
-    p.add_argument("--compact", action="store_true", help="the JSON on one line")
+    p.add_argument("--compact", dest="json", nargs=0, const=True, action=Deprecated, new="--json")
     p.set_defaults(func=guarded(run_qmsum))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 import unicodedata
@@ -23,6 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from meetmem.cli.options import JSON, MODEL, QUIET, Deprecated, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import (
     DEFAULT_CONVEX_WEIGHTS,
@@ -226,16 +228,17 @@ def run_zh(args: argparse.Namespace, ctx: CommandContext) -> int:
     }
     if args.show_misses:
         out["misses"] = failures
-    sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=None if args.compact else 1) + "\n")
+    emit_figures(out, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     z = bench_sub.add_parser(
-        "zh", parents=[common], help="ask quality on the project's Chinese meeting",
+        "zh", parents=flags(MODEL, JSON, QUIET), help="ask quality on the project's Chinese meeting",
         description="Ingest zh_meeting.jsonl, ask every question of zh_questions.jsonl and score the citations "
                     "(recall@1, recall@5 of the answer lines) and the answer text (exact), for BM25 alone and each "
-                    "embedder, split by question language. One JSON object on stdout; progress on stderr.")
+                    "embedder, split by question language. The figures on stdout (one JSON object with --json); "
+                    "progress on stderr.")
     z.add_argument("--data", default=None, metavar="DIR",
                    help="the folder holding zh_meeting.jsonl and zh_questions.jsonl (default: eval/corpora/data)")
     z.add_argument("--embedders", default=ZH_EMBEDDERS, metavar="NAME,NAME",
@@ -247,6 +250,6 @@ def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentP
                    help="override a SearchOptions field for every search of the run (repeatable), e.g. rrf_k=20")
     z.add_argument("--part", choices=PARTS, default="all",
                    help="the half of the questions to score (a fixed rule on the question; default all)")
-    z.add_argument("--compact", action="store_true", help="the JSON on one line")
+    z.add_argument("--compact", dest="json", nargs=0, const=True, action=Deprecated, new="--json")
     z.set_defaults(func=guarded(run_zh))
 

@@ -11,6 +11,7 @@ progress note `--quiet` silences, and the `--hours` list.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import sys
@@ -252,6 +253,7 @@ def convex_options(w: float, base: SearchOptions | None = None) -> SearchOptions
 def guarded(run: Callable[[argparse.Namespace, CommandContext], int],
             errors: tuple[type[Exception], ...] = (BenchDataError,)) -> Callable[..., int]:
     """`run` as a command: one of `errors` becomes a one-line message and exit status 2."""
+    @functools.wraps(run)  # the help test reads the options `run` uses through __wrapped__
     def call(args: argparse.Namespace, ctx: CommandContext) -> int:
         try:
             return run(args, ctx)

@@ -13,14 +13,15 @@ it; `speaker_at_k` counts any of the first k citations.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from meetmem.cli.options import JSON, MODEL, flags
+from meetmem.cli.output import emit_figures
 
 from .records import Needle, NeedleMeeting
 
@@ -130,16 +131,17 @@ def run(args: argparse.Namespace, ctx: Any = None) -> int:
     with tempfile.TemporaryDirectory(prefix="speaker-needles-") as tmp:
         result = evaluate(meeting, db_path=Path(tmp) / "needles.db", routes=routes, k=args.k)
     result = {"hours": args.hours, "seed": args.seed, "embedder": s.embedder, **result}
-    print(json.dumps(result, indent=1), file=sys.stdout)
+    emit_figures(result, as_json=args.json)
     return 0
 
 
-def add_parser(bench_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(bench_sub: argparse._SubParsersAction) -> None:
     p = bench_sub.add_parser(
-        "speaker-needles", parents=[common], help='"who said ...?" questions of a generated needle meeting',
+        "speaker-needles", parents=flags(MODEL, JSON), help='"who said ...?" questions of a generated needle meeting',
         description="Generate a needle meeting, store it with edge-style speaker labels and the names in the "
                     "speaker map, ask who said each negation, quote, amount, quantity and name; print the share "
-                    "whose first citation is the needle's segment with the right person. One JSON object.")
+                    "whose first citation is the needle's segment with the right person. The figures on stdout "
+                    "(one JSON object with --json).")
     p.add_argument("--hours", type=float, default=1.0, help="meeting length (default 1)")
     p.add_argument("--seed", type=int, default=7, help="generator seed (default 7)")
     p.add_argument("--k", type=int, default=5, help="citations counted for speaker_at_k (default 5)")

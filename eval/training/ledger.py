@@ -28,6 +28,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from meetmem.cli.options import JSON, flags
+from meetmem.cli.output import emit_figures
+
 from ..corpora.ami_ledger import ami_segments, figures, load_meetings, match_counts
 from ..harness import BenchDataError, guarded
 from . import lazy_encoder
@@ -378,17 +381,17 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
     out = Path(args.out) if args.out else WEIGHTS_DIR
     cache = Path(args.cache).expanduser()
     report = train(Path(args.data), out, cache, threads=args.threads)
-    sys.stdout.write(json.dumps(report, indent=None if args.json else 1, ensure_ascii=False) + "\n")
+    emit_figures(report, as_json=args.json)
     return 0
 
 
-def add_parser(train_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(train_sub: argparse._SubParsersAction) -> None:
     p = train_sub.add_parser(
-        "ledger", parents=[common], help="rebuild the ledger detector from AMI dev (seeded) and print its figures",
+        "ledger", parents=flags(JSON), help="rebuild the ledger detector from AMI dev (seeded) and print its figures",
         description="Train the ledger's decision, action item, open-problem and summary detector on the tune half "
                     "of AMI dev (split by meeting series), choose its settings by cross-validation there, write the "
                     "head over the shipped one (or to --out), and report once on the report half: rules, detector "
-                    "and combination. One JSON object on stdout; progress on stderr.")
+                    "and combination. Its figures on stdout (one JSON object with --json); progress on stderr.")
     p.add_argument("--data", required=True, metavar="DIR", help="the AMI folder (dev/*.json), e.g. ../shared/data/ami")
     p.add_argument("--out", default=None, metavar="DIR", help="write the head here instead of over the shipped one")
     p.add_argument("--cache", default="~/.cache/meetmem/train", metavar="DIR",

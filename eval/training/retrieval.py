@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import random
 import sys
 import time
@@ -40,6 +39,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from meetmem.cli.options import JSON, MODEL, flags
+from meetmem.cli.output import emit_figures
 
 from ..harness import BenchDataError, guarded
 from . import lazy_encoder
@@ -465,20 +467,20 @@ def run_command(args: argparse.Namespace, ctx: CommandContext) -> int:
     out = Path(args.out) if args.out else WEIGHTS_DIR
     report = train(Path(args.data), out, Path(args.cache).expanduser(), embedder_name=args.embedder or "minilm",
                    threads=args.threads)
-    sys.stdout.write(json.dumps(report, indent=None if args.json else 1, ensure_ascii=False) + "\n")
+    emit_figures(report, as_json=args.json)
     return 0
 
 
-def add_parser(train_sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(train_sub: argparse._SubParsersAction) -> None:
     p = train_sub.add_parser(
-        "retrieval", parents=[common],
+        "retrieval", parents=flags(MODEL, JSON),
         help="rebuild the query adapter from the dev corpora's tune halves (seeded) and print its figures",
         description="Train the query-side adapter of the English embedder on question/evidence pairs of the tune "
                     "halves of QMSum val, AMI dev and LoCoMo dev (split by meeting series), with BM25-mined hard "
                     "negatives; choose epochs, temperature and regularisation by cross-validation grouped by "
                     "series; write it over the shipped one (or to --out). --embedder names the frozen embedder to "
-                    "adapt (default minilm). One JSON object on stdout; progress on stderr. The report halves are "
-                    "never read for training.")
+                    "adapt (default minilm). Its figures on stdout (one JSON object with --json); progress on "
+                    "stderr. The report halves are never read for training.")
     p.add_argument("--data", required=True, metavar="DIR",
                    help="the folder holding qmsum/, ami/ and locomo/, e.g. ../shared/data")
     p.add_argument("--out", default=None, metavar="DIR", help="write the adapter here instead of over the shipped one")

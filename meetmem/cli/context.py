@@ -86,6 +86,11 @@ class CommandContext:
                                          embedder=shared_minilm(getattr(search, "routes", None)))
 
             self._digester = MeetingDigester(self.log, search, parts)
+            # A meeting ingested here closes here: its webhooks are queued for `meetmem serve` to send.
+            from meetmem.cloud.webhooks import WebhookEvents, public_url
+
+            base_url = public_url(s.public_url, s.host, s.port)
+            self._digester.on_saved.append(WebhookEvents(self.log, base_url=base_url))
         return self._digester
 
     def close(self) -> None:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from meetmem.store.errors import InvalidSegment, StoreError
 
+from .options import JSON, QUIET, STORAGE, flags
+from .output import emit_json
 from .progress import note
-from .store_commands import emit_json
 
 if TYPE_CHECKING:
     from .context import CommandContext
@@ -131,18 +132,21 @@ def cmd_migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0 if report.ok else 1
 
 
-def add_db_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_db_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("db", help="the database's schema: upgrade, current",
                        description="Schema migrations: a PostgreSQL store's Alembic revisions (--database URL), or a "
                        "SQLite file's numbered steps (--db FILE; opening the file applies them too).")
     db_sub = p.add_subparsers(dest="db_command", metavar="ACTION", required=True)
-    q = db_sub.add_parser("upgrade", parents=[common], help="bring the database's schema to the newest revision "
+    q = db_sub.add_parser("upgrade", parents=flags(*STORAGE, JSON),
+                          help="bring the database's schema to the newest revision "
                           "(run as the database's owner; a database already there is left alone)")
     q.set_defaults(func=cmd_db_upgrade)
-    q = db_sub.add_parser("current", parents=[common], help="the database's schema revision (exit 1 when behind)")
+    q = db_sub.add_parser("current", parents=flags(*STORAGE, JSON),
+                          help="the database's schema revision (exit 1 when behind)")
     q.set_defaults(func=cmd_db_current)
 
-    p = sub.add_parser("migrate", parents=[common], help="copy a whole log to another database (SQLite to "
+    # --from and --to name both databases: neither --db nor --database applies.
+    p = sub.add_parser("migrate", parents=flags(JSON, QUIET), help="copy a whole log to another database (SQLite to "
                        "PostgreSQL or back), verifying every chain on arrival",
                        description="Copy every meeting (rows exactly as stored), tombstone and retention setting "
                        "from one database to another, verifying each meeting's chain on arrival. Running it again "

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from meetmem.store.errors import InvalidSegment, StoreError
 
-from .store_commands import emit_json
+from .options import JSON, STORAGE, TENANT, add_meeting_id, flags
+from .output import emit_json
 
 if TYPE_CHECKING:
     from .context import CommandContext
@@ -139,19 +140,22 @@ def cmd_retention_apply(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 1 if failed else 0
 
 
-def add_delete_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser,
-                        common_no_tenant: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("delete", parents=[common], help="delete a meeting: segments, derived data and audio",
+def add_delete_commands(sub: argparse._SubParsersAction) -> None:
+    """`delete`, `tombstones` and `retention`; `retention set|apply --tenant` names the tenant whose retention
+    it sets or applies (no tenant acts there)."""
+    p = sub.add_parser("delete", parents=flags(*STORAGE, TENANT, JSON),
+                       help="delete a meeting: segments, derived data and audio",
                        description="Delete a meeting: its segments, summaries, ledger, vectors and audio, in one "
                        "transaction (the audio files right after). A tombstone signed with the server's receipt "
                        "key stays forever (meetmem tombstones), and the meeting id cannot be used again. Asks for "
                        "confirmation on a terminal; elsewhere --yes is required.")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p)
     p.add_argument("--yes", action="store_true", help="delete without asking")
     p.add_argument("--reason", default="deleted by the tenant", help="why, kept in the tombstone")
     p.set_defaults(func=cmd_delete)
 
-    p = sub.add_parser("tombstones", parents=[common], help="list deleted meetings (their signed tombstones)",
+    p = sub.add_parser("tombstones", parents=flags(*STORAGE, TENANT, JSON),
+                       help="list deleted meetings (their signed tombstones)",
                        description="List the tenant's deleted meetings, oldest deletion first.")
     p.add_argument("--all-tenants", action="store_true", help="every tenant's tombstones")
     p.set_defaults(func=cmd_tombstones)
@@ -163,19 +167,21 @@ def add_delete_commands(sub: argparse._SubParsersAction, common: argparse.Argume
                                "stored within the last day) is kept. "
                                "N is the tenant's own setting, else MEETMEM_RETENTION_DAYS (none: keep forever).")
     rsub = retention.add_subparsers(dest="retention_command", metavar="ACTION", required=True)
-    p = rsub.add_parser("set", parents=[common_no_tenant], help="set a tenant's retention",
+    p = rsub.add_parser("set", parents=flags(*STORAGE, JSON), help="set a tenant's retention",
                         description="Set a tenant's retention in days (0: keep forever, whatever the default), "
                         "or --clear it to follow MEETMEM_RETENTION_DAYS.")
-    p.add_argument("--tenant", dest="tenant_name", default=None, metavar="TENANT", help="the tenant (required)")
+    p.add_argument("--tenant", dest="tenant_name", default=None, metavar="TENANT",
+                   help="the tenant whose retention to set (required)")
     p.add_argument("--days", type=int, default=None, metavar="N", help="days to keep its meetings (0: forever)")
     p.add_argument("--clear", action="store_true", help="remove the tenant's own setting")
     p.set_defaults(func=cmd_retention_set)
-    p = rsub.add_parser("show", parents=[common_no_tenant], help="the default and each tenant's retention")
+    p = rsub.add_parser("show", parents=flags(*STORAGE, JSON), help="the default and each tenant's retention")
     p.set_defaults(func=cmd_retention_show)
-    p = rsub.add_parser("apply", parents=[common_no_tenant], help="delete the meetings past retention now",
+    p = rsub.add_parser("apply", parents=flags(*STORAGE, JSON), help="delete the meetings past retention now",
                         description="Delete every meeting past its tenant's retention (every tenant, or --tenant "
                         "T), each leaving a signed tombstone. Exit 1 if any could not be deleted.")
-    p.add_argument("--tenant", dest="tenant_name", default=None, metavar="TENANT", help="only this tenant")
+    p.add_argument("--tenant", dest="tenant_name", default=None, metavar="TENANT",
+                   help="only this tenant's meetings (default: every tenant's)")
     p.add_argument("--days", type=int, default=None, metavar="N",
                    help="delete meetings older than N days, whatever the tenants' settings")
     p.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")

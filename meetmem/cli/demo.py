@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 from meetmem.store.timecode import format_time
 
+from .options import DATABASE, JSON, MODEL, QUIET, TENANT, flags
+from .output import emit_json
 from .progress import StderrProgress, note
-from .store_commands import emit_json
 
 if TYPE_CHECKING:
     from .context import CommandContext
@@ -135,11 +136,14 @@ def _run_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0 if found == len(questions) else 1
 
 
-def add_demo_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("demo", parents=[common], help="run the sample meeting through meetmem and ask it questions",
+def add_demo_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", parents=flags(DATABASE, TENANT, MODEL, JSON, QUIET, own_db=True),
+                       help="run the sample meeting through meetmem and ask it questions",
                        description="Ingest the bundled sample meeting (four speakers, about four minutes), index "
                        "it and answer sample questions with timestamps. Uses a temporary database unless --db "
                        "is given.")
+    p.add_argument("--db", default=None, metavar="PATH",
+                   help="keep the demo in this database file (default: a temporary one, deleted afterwards)")
     p.add_argument("--serve", action="store_true",
                    help="then serve the demo meeting, with its audio, in the meeting app; prints its URL and a token")
     p.add_argument("--host", default="127.0.0.1", help="with --serve: the address to listen on (default 127.0.0.1)")

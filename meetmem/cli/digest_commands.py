@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from meetmem.store.timecode import format_time
 
-from .store_commands import emit_json
+from .options import JSON, MODEL, QUIET, STORAGE, TENANT, add_meeting_id, flags
+from .output import emit_json
 
 if TYPE_CHECKING:
     from .context import CommandContext
@@ -52,17 +53,19 @@ def cmd_ledger(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def add_digest_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("summary", parents=[common], help="a meeting's layered summary (L2 over L1 per topic section)",
+def add_digest_commands(sub: argparse._SubParsersAction) -> None:
+    # Summaries and the ledger are made on demand, and the topic cuts embed: the model and its progress apply.
+    common = flags(*STORAGE, TENANT, MODEL, JSON, QUIET)
+    p = sub.add_parser("summary", parents=common, help="a meeting's layered summary (L2 over L1 per topic section)",
                        description="Print the meeting's summary: L2 lines for the whole meeting, made from the L1 "
                        "summaries of its topic sections, each made from that section's raw segments. Every line "
                        "cites its segments. Made on demand when the stored one is not current.")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p)
     p.add_argument("--sections", action="store_true", help="also print each section's L1 lines")
     p.set_defaults(func=cmd_summary)
 
-    p = sub.add_parser("ledger", parents=[common], help="a meeting's decisions, todos, open questions, facts, glossary",
+    p = sub.add_parser("ledger", parents=common, help="a meeting's decisions, todos, open questions, facts, glossary",
                        description="Print the meeting's ledger. Every item cites the segments it was read from; an "
                        "item a later statement changed stays, marked superseded, beside the one that replaced it.")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p)
     p.set_defaults(func=cmd_ledger)

@@ -1,6 +1,6 @@
 """`meetmem eval ...`: evaluations of meetmem's answers against baselines on generated meetings.
 
-`eval run` reads a needle meeting folder (`<name>.jsonl` and `<name>.needles.json`, as
+`eval run --folder DIR` reads a needle meeting folder (`<name>.jsonl` and `<name>.needles.json`, as
 `meetmem.eval.needles.records.NeedleMeeting.write` leaves them) and prints the comparison of
 `meetmem.eval.needles.evaluation.evaluate`: a table, or one JSON object with `--json`. Progress goes to stderr.
 `eval report` generates and evaluates a grid of needle meetings (`meetmem.eval.needles.report`) and writes
@@ -10,13 +10,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from .options import JSON, MODEL, QUIET, Deprecated, UsageError, flags
+from .output import emit_json
 from .progress import note
 
 
@@ -142,7 +143,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     from meetmem.eval.harness import checkout, machine_info
     from meetmem.eval.needles.evaluation import evaluate, table
     from meetmem.eval.needles.records import NeedleMeeting
-    folder = Path(args.meeting)
+    if args.folder is None:
+        raise UsageError("give the needle meeting's folder: meetmem eval run --folder FOLDER")
+    folder = Path(args.folder)
     files = [folder / f"{args.name}.jsonl", folder / f"{args.name}.needles.json"]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
@@ -171,22 +174,23 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     if args.json:
         report = {"evaluation": "needles", "meeting_folder": str(folder), "machine": info,
                   "code": {"git_head": head, "modified_files": modified}, **result}
-        sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
+        emit_json(report)
     else:
         sys.stdout.write(table(result) + "\n")
     sys.stdout.flush()
     return 0
 
 
-def add_eval_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_eval_commands(sub: argparse._SubParsersAction) -> None:
     group = sub.add_parser(
         "eval", help="evaluate meetmem's answers against baselines on a needle meeting",
-        description="Evaluations of meetmem's answers against the usual baselines. Each action takes the "
-                    "common flags (--db, --json, --embedder, -q) after its name.",
+        description="Evaluations of meetmem's answers against the usual baselines. Each action takes its "
+                    "options (--embedder, -q, ...) after its name.",
     )
     actions = group.add_subparsers(dest="eval_command", metavar="ACTION", required=True)
     p = actions.add_parser(
-        "run", parents=[common], help="needle recall of meetmem against baselines on a needle meeting folder",
+        "run", parents=flags(MODEL, JSON, QUIET, own_db=True),
+        help="needle recall of meetmem against baselines on a needle meeting folder",
         description="Ingest a needle meeting into a new database (temporary unless --db names a new file), "
                     "index it, digest it, and put every needle question to meetmem and to BM25 alone, dense "
                     "alone, a sliding window over the last tokens, a rolling summary and the full transcript: "
@@ -194,8 +198,13 @@ def add_eval_commands(sub: argparse._SubParsersAction, common: argparse.Argument
                     "and ledger todo precision/recall. A table on stdout, or one JSON object with --json; "
                     "progress on stderr.",
     )
-    p.add_argument("--meeting", required=True, metavar="FOLDER",
-                   help="folder with <name>.jsonl and <name>.needles.json (NeedleMeeting.write)")
+    # Not a meeting id: the folder a needle meeting was written to (`--meeting FOLDER` before issue 34).
+    p.add_argument("--folder", metavar="FOLDER", default=None,
+                   help="the needle meeting's folder, with <name>.jsonl and <name>.needles.json (required; "
+                        "NeedleMeeting.write)")
+    p.add_argument("--meeting", dest="folder", metavar="FOLDER", action=Deprecated, new="--folder")
+    p.add_argument("--db", default=None, metavar="PATH",
+                   help="keep the evaluated copy in this new database file (default: a temporary one)")
     p.add_argument("--name", default="meeting", help="the files' stem in the folder (default: meeting)")
     p.add_argument("--k", type=_positive, default=5, help="citations or hits that count for recall (default: 5)")
     p.add_argument("--budget", type=_positive, default=4000,
@@ -203,7 +212,8 @@ def add_eval_commands(sub: argparse._SubParsersAction, common: argparse.Argument
     p.set_defaults(func=run)
 
     p = actions.add_parser(
-        "report", parents=[common], help="needle evaluation over generated meetings: report.json, report.md, plots",
+        "report", parents=flags(MODEL, QUIET),
+        help="needle evaluation over generated meetings: report.json, report.md, plots",
         description="Generate a seeded needle meeting for every language and length (written under "
                     "OUT/meetings/), evaluate each as `eval run` does, and write OUT/report.json (every result), "
                     "OUT/report.md (the targets checked; method x meeting recall@k and tokens per question; "

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from meetmem.store.errors import InvalidSegment
 
+from .options import JSON, MODEL, QUIET, STORAGE, TENANT, add_meeting_id, flags
+from .output import emit_json
 from .progress import note
-from .store_commands import emit_json
 
 if TYPE_CHECKING:
     from .context import CommandContext
@@ -32,7 +33,15 @@ def cmd_export(args: argparse.Namespace, ctx: CommandContext) -> int:
                         participants=info.participants if info else None,
                         closed=log.closure(args.meeting_id, tenant=ctx.tenant) is not None)
     digest = ctx.digester.digest(args.meeting_id, tenant=ctx.tenant) if segments else None
-    sys.stdout.write(render(args.format, header, segments, digest))
+    names = None
+    if args.format in ("ics", "csv") and segments:  # an owner named as a user confirmed them
+        from meetmem.store.speaker_map import speaker_map_for
+
+        current = speaker_map_for(log).current(args.meeting_id, tenant=ctx.tenant)
+        names = {label: entry.name for label, entry in current.items() if entry.name and entry.source == "user"} or None
+    # The todos link to the meeting page: where the service is reached (MEETMEM_PUBLIC_URL), else its default.
+    sys.stdout.write(render(args.format, header, segments, digest, owner_names=names,
+                            base_url=ctx.settings.public_url))
     return 0
 
 
@@ -91,21 +100,25 @@ def cmd_audio_delete(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def add_export_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("export", parents=[common], help="a meeting as Markdown minutes, SRT/WebVTT subtitles or JSON",
+def add_export_commands(sub: argparse._SubParsersAction) -> None:
+    # No --json: the format is the output (`--format json` is the meeting as one JSON document).
+    p = sub.add_parser("export", parents=flags(*STORAGE, TENANT, MODEL, QUIET),
+                       help="a meeting as Markdown minutes, SRT/WebVTT subtitles or JSON",
                        description="Write the meeting to stdout: `md` minutes (title, date, participants, summary, "
                        "decisions, todos with owners and dates, open questions, each with its time), `srt` or `vtt` "
                        "subtitles (one cue per segment), or `json` (segments, summary and ledger).")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
-    p.add_argument("--format", choices=["md", "srt", "vtt", "json"], default="md", help="the format (default md)")
+    add_meeting_id(p)
+    p.add_argument("--format", choices=["md", "srt", "vtt", "json", "ics", "csv"], default="md",
+                   help="the format (default md); ics and csv: the open todos, as calendar tasks or tracker rows")
     p.set_defaults(func=cmd_export)
 
     audio = sub.add_parser("audio", help="a meeting's kept audio",
                            description="Manage a meeting's audio, which is kept apart from its transcript "
                            "(attach it with `ingest --audio FILE`).")
     audio_sub = audio.add_subparsers(dest="audio_command", metavar="ACTION", required=True)
-    p = audio_sub.add_parser("delete", parents=[common], help="delete a meeting's audio, keeping its transcript",
+    p = audio_sub.add_parser("delete", parents=flags(*STORAGE, TENANT, JSON),
+                             help="delete a meeting's audio, keeping its transcript",
                              description="Remove the meeting's audio files. The transcript log and its hash chain "
                              "are not touched (`meetmem verify` still passes).")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p)
     p.set_defaults(func=cmd_audio_delete)

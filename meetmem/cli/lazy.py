@@ -16,14 +16,15 @@ def asked(argv: Sequence[str] | None, command: str) -> str | None:
     return next((w for w in after if not w.startswith("-")), None)
 
 
-def add_lazily(group: argparse._SubParsersAction, common: argparse.ArgumentParser,
-               table: Mapping[str, tuple[str, str]], *, command: str, argv: Sequence[str] | None) -> None:
+def add_lazily(group: argparse._SubParsersAction, table: Mapping[str, tuple[str, str]], *, command: str,
+               argv: Sequence[str] | None) -> None:
     """Register each `name: (module, help)` of `table` in `group`. With `argv` (the command line), only the
-    subcommand it names is imported (its module's `add_parser(group, common)`); the others are their name and
-    help alone. Without it (tests, introspection) every module registers in full."""
+    subcommand it names is imported (its module's `add_parser(group)`, which gives it the shared options it
+    reads: options.flags); the others are their name and help alone. Without it (tests, introspection) every
+    module registers in full."""
     wanted = asked(argv, command)
     for name, (module, text) in table.items():
         if argv is None or name == wanted:
-            importlib.import_module(module).add_parser(group, common)
+            importlib.import_module(module).add_parser(group)
         else:
             group.add_parser(name, help=text)

@@ -11,21 +11,34 @@ from typing import TYPE_CHECKING, Any
 from meetmem.store.errors import InvalidSegment
 from meetmem.store.timecode import format_time
 
+from .options import JSON, MODEL, QUIET, STORAGE, TENANT, Deprecated, add_meeting_id, flags
+from .output import emit_json
 from .progress import StderrProgress, note
 
 if TYPE_CHECKING:
     from .context import CommandContext
 
 
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-
-
 def cmd_ingest(args: argparse.Namespace, ctx: CommandContext) -> int:
     from meetmem.store.interchange import read_jsonl
     from meetmem.store.meeting_meta import meeting_meta
 
-    meta = meeting_meta(args.title, args.date, args.participants)  # checked before the file is read
+    invite = None
+    if args.ics is not None:  # the calendar's invite: what the flags leave out
+        from meetmem.store.calendar import read_invite, with_invite
+
+        try:
+            data = Path(args.ics).read_bytes()
+        except OSError as exc:
+            raise InvalidSegment(f"cannot read the invite: {exc.strerror}", source=args.ics) from exc
+        invite = read_invite(data, name=args.ics)
+        if not ctx.quiet and args.date is None:
+            for problem in invite.problems:
+                note(f"{args.ics}: {problem}")
+        title, date, participants = with_invite(invite, args.title, args.date, args.participants)
+    else:
+        title, date, participants = args.title, args.date, args.participants
+    meta = meeting_meta(title, date, participants)  # checked before the file is read
     device_id, segments = read_jsonl(args.file)
     audio = None
     if args.audio is not None:  # checked (and encoded) before anything is stored
@@ -163,7 +176,8 @@ def cmd_ask(args: argparse.Namespace, ctx: CommandContext) -> int:
     session = AskSession()
     progress = StderrProgress("answering", enabled=not ctx.quiet and len(questions) > 1)
     for done, question in enumerate(questions, start=1):
-        answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, device_id=args.device, session=session)
+        answer = answerer.ask(args.meeting_id, question, tenant=ctx.tenant, device_id=args.device_id,
+                              session=session)
         if args.json:
             emit_json(answer.public(explain=args.explain))
         else:
@@ -264,12 +278,13 @@ def cmd_reindex(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def add_store_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("ingest", parents=[common], help="append a transcript file (JSON Lines), all or nothing",
+def add_store_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ingest", parents=flags(*STORAGE, TENANT, MODEL, JSON, QUIET),
+                       help="append a transcript file (JSON Lines), all or nothing",
                        description="Append a transcript (JSON Lines, one segment per line) to a meeting. The whole "
                        "file is validated first: a bad line stores nothing. Ingesting the same file twice adds "
                        "nothing the second time.")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p)
     p.add_argument("file", metavar="FILE.jsonl")
     p.add_argument("--audio", metavar="FILE", default=None,
                    help="the meeting's audio (Ogg Opus/Vorbis kept as is; WAV, FLAC, MP3... encoded to Opus)")
@@ -278,19 +293,24 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="when the meeting started: ISO 8601 with a UTC offset, e.g. 2027-03-01T10:00:00+01:00; "
                    "relative dates said in it (\"by Friday\") resolve against its day")
     p.add_argument("--participants", default=None, metavar="NAMES", help='who took part, comma-separated: "Ana,Bo"')
+    p.add_argument("--ics", default=None, metavar="INVITE.ics",
+                   help="the meeting's calendar invite (iCalendar): its title, start with its timezone and attendees, "
+                   "where --title, --date and --participants do not say otherwise")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("segments", parents=[common], help="list a meeting's segments, optionally by time range",
+    p = sub.add_parser("segments", parents=flags(*STORAGE, TENANT, JSON),
+                       help="list a meeting's segments, optionally by time range",
                        description="List a meeting's segments ordered by start time.")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p)
     p.add_argument("--start", type=float, default=None, help="keep segments ending at or after S seconds")
     p.add_argument("--end", type=float, default=None, help="keep segments starting at or before E seconds")
     p.set_defaults(func=cmd_segments)
 
-    p = sub.add_parser("search", parents=[common], help="hybrid (BM25 + dense) search of a meeting's transcript",
+    p = sub.add_parser("search", parents=flags(*STORAGE, TENANT, MODEL, JSON, QUIET),
+                       help="hybrid (BM25 + dense) search of a meeting's transcript",
                        description="Search a meeting's transcript; hits best first. With --all, every meeting of "
                        "the tenant, each hit naming its meeting_id.")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p, text="the meeting (with --all: the query)")
     p.add_argument("query", metavar="QUERY", nargs="?", default=None)
     p.add_argument("--all", action="store_true", help="search all the tenant's meetings: meetmem search --all QUERY")
     p.add_argument("--k", type=int, default=10, help="how many hits (default 10)")
@@ -300,27 +320,29 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--speaker", default=None, help="only this speaker's segments")
     p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("ask", parents=[common], help="answer a question about a meeting, with timestamped citations",
+    p = sub.add_parser("ask", parents=flags(*STORAGE, TENANT, MODEL, JSON, QUIET),
+                       help="answer a question about a meeting, with timestamped citations",
                        description="Answer a question (or a file of questions, one JSON object per line) from "
                        "the meeting's transcript. The models load once for the whole file.")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p, text="the meeting (with --all: the question)")
     p.add_argument("question", metavar="QUESTION", nargs="?", default=None)
     p.add_argument("--all", action="store_true",
                    help="ask across all the tenant's meetings: meetmem ask --all QUESTION (citations name meeting_id)")
     p.add_argument("--questions", metavar="FILE.jsonl", default=None, help='one {"question": ...} per line')
     p.add_argument("--explain", action="store_true", help="add the plan (route, parameters, why) and the manifest of "
                    "the context the answer used")
-    p.add_argument("--device", default=None, metavar="DEVICE_ID",
+    p.add_argument("--device-id", default=None, metavar="DEVICE_ID",
                    help='the asking device: "what was said since I joined?" starts at its first segment')
+    p.add_argument("--device", dest="device_id", metavar="DEVICE_ID", action=Deprecated, new="--device-id")
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("verify", parents=[common], help="recompute a meeting's hash chain",
+    p = sub.add_parser("verify", parents=flags(*STORAGE, TENANT, JSON), help="recompute a meeting's hash chain",
                        description="Recompute the meeting's hash chain and check that it ends where the meeting's "
                        "head and closure say; with --receipt, also that it holds every position the cloud "
                        "signed a receipt for. Exit 0 when intact, else name the first broken link (or the cut) "
                        "and exit 1. A deleted meeting is reported as deleted (when, why) and its tombstone's "
                        "signature checked with the receipt key: exit 0 when it holds, 1 when not.")
-    p.add_argument("meeting_id", metavar="MEETING_ID")
+    add_meeting_id(p)
     p.add_argument("--receipt", action="append", metavar="FILE", default=None,
                    help="receipts kept outside the database (JSON or JSON Lines, as the API returned them, or "
                    "`edge receipts --json`); may be repeated")
@@ -328,7 +350,8 @@ def add_store_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="the server's receipt key (default: MEETMEM_RECEIPT_KEY, else <db>.receipt-key)")
     p.set_defaults(func=cmd_verify)
 
-    p = sub.add_parser("reindex", parents=[common], help="rebuild every derived index from the log",
+    p = sub.add_parser("reindex", parents=flags(*STORAGE, MODEL, JSON, QUIET),
+                       help="rebuild every derived index from the log",
                        description="Drop every derived index (vectors included), summary and ledger, and rebuild "
                        "them from the log.")
     p.set_defaults(func=cmd_reindex)

@@ -16,11 +16,10 @@ TRAINERS: dict[str, tuple[str, str]] = {
 }
 
 
-def add_train_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser, *,
-                       argv: Sequence[str] | None = None) -> None:
+def add_train_commands(sub: argparse._SubParsersAction, *, argv: Sequence[str] | None = None) -> None:
     train = sub.add_parser("train", help="rebuild the shipped learned weights from annotated data",
                            description="Training commands. Each rebuilds one shipped artifact from the data it names, "
-                                       "with a fixed seed, and prints one JSON object of the figures it reaches on "
-                                       "stdout; progress on stderr.")
+                                       "with a fixed seed, and prints the figures it reaches on stdout (one JSON "
+                                       "object with --json); progress on stderr.")
     train_sub = train.add_subparsers(dest="train", metavar="WHAT", required=True)
-    add_lazily(train_sub, common, TRAINERS, command="train", argv=argv)
+    add_lazily(train_sub, TRAINERS, command="train", argv=argv)

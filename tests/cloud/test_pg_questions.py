@@ -140,8 +140,8 @@ def _start_worker(cli_command: list[str], url: str, tmp_path: Path, name: str) -
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MEETMEM_THREADS": "1"}
     with open(tmp_path / f"{name}.log", "w") as log:  # the child keeps its own copy of the handle
         return subprocess.Popen(
-            [*cli_command, "worker", "--database", url, "--embedder", "minilm", "--db", str(tmp_path / "unused.db"),
-             "--heartbeat", "1", "--stalled-after", "4", "-v"],
+            [*cli_command, "worker", "--database", url, "--embedder", "minilm", "--heartbeat", "1",
+             "--stalled-after", "4", "-v"],
             stdout=subprocess.DEVNULL, stderr=log, env=env)
 
 

@@ -67,9 +67,11 @@ def _once(rows: list[dict[str, Any]]) -> None:
 def test_edge_run_reaches_the_cloud_and_is_searchable(server: Any, cli_command: list[str], meeting_audio: Any,
                                                       tmp_path: Path) -> None:
     token = server.token("acme")
+    # The contract's spelling (`--meeting ID`), deprecated for the meeting id first: it works, and says so.
     result = _edge(cli_command, "run", "--input", str(meeting_audio.path), "--meeting", "review", "--cloud",
                    server.url, "--token", token, "--outbox", str(tmp_path / "outbox.db"), "--json", *COMMON)
     assert result.returncode == 0, result.stderr
+    assert result.stderr.count("--meeting is deprecated") == 1 and "later release" in result.stderr
     report = __import__("json").loads(result.stdout)
     assert report["pending"] == 0 and report["sent"] == report["segments"] == len(SENTENCES)
     assert report["degradations"] == [] and report["language_detections"] == 0  # a file, `--language en`
@@ -93,7 +95,7 @@ def test_kill_9_mid_meeting_then_restart_delivers_each_segment_once(
 ) -> None:
     token = server.token("acme")
     outbox = str(tmp_path / "outbox.db")
-    args = [*cli_command, "edge", "run", "--input", str(meeting_audio.path), "--meeting", "killed", "--cloud",
+    args = [*cli_command, "edge", "run", "killed", "--input", str(meeting_audio.path), "--cloud",
             server.url, "--token", token, "--outbox", outbox, *COMMON]
     # Paced at speaking speed, so the kill lands mid-meeting: after the status line shows two segments.
     proc = subprocess.Popen([*args, "--realtime"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
@@ -112,7 +114,7 @@ def test_kill_9_mid_meeting_then_restart_delivers_each_segment_once(
     assert again.returncode == 0, again.stderr
     rows = _segments(server.url, token, "killed")
     _once(rows)
-    reference = _edge(cli_command, "run", "--input", str(meeting_audio.path), "--meeting", "uninterrupted",
+    reference = _edge(cli_command, "run", "uninterrupted", "--input", str(meeting_audio.path),
                       "--cloud", server.url, "--token", token, "--outbox", str(tmp_path / "other.db"), *COMMON)
     assert reference.returncode == 0, reference.stderr
     expected = _segments(server.url, token, "uninterrupted")
@@ -137,7 +139,7 @@ def test_a_cloud_down_at_the_start_gets_everything_once(serve_factory: Callable[
                                                          token_maker: Callable[[Path, str], str]) -> None:
     serve = serve_factory()
     token = token_maker(serve.db, "acme")
-    proc = subprocess.Popen([*cli_command, "edge", "run", "--input", str(meeting_audio.path), "--meeting", "offline",
+    proc = subprocess.Popen([*cli_command, "edge", "run", "offline", "--input", str(meeting_audio.path),
                              "--cloud", serve.url, "--token", token, "--outbox", str(tmp_path / "outbox.db"),
                              "--timeout", "240", *COMMON], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             text=True, env=_env())
@@ -159,14 +161,14 @@ def test_a_cloud_down_at_the_start_gets_everything_once(serve_factory: Callable[
 def test_edge_commands_run_with_the_cloud_packages_blocked(server: Any, meeting_audio: Any, make_speech: Any,
                                                            tmp_path: Path, blocked_cli: list[str]) -> None:
     token = server.token("acme")
-    run = subprocess.run([*blocked_cli, "edge", "run", "--input", str(meeting_audio.path),
-                          "--meeting", "blocked", "--cloud", server.url, "--token", token, "--outbox",
+    run = subprocess.run([*blocked_cli, "edge", "run", "blocked", "--input", str(meeting_audio.path),
+                          "--cloud", server.url, "--token", token, "--outbox",
                           str(tmp_path / "outbox.db"), "-q", *COMMON],
                          capture_output=True, text=True, env=_env(), timeout=300)
     assert run.returncode == 0, run.stderr
     question = make_speech("When will Priya send the budget?", speed=140)
-    ask = subprocess.run([*blocked_cli, "edge", "ask", "--audio", str(question.path), "--meeting",
-                          "blocked", "--cloud", server.url, "--token", token, "--json", "-q", *COMMON],
+    ask = subprocess.run([*blocked_cli, "edge", "ask", "blocked", "--audio", str(question.path),
+                          "--cloud", server.url, "--token", token, "--json", "-q", *COMMON],
                          capture_output=True, text=True, env=_env(), timeout=300)
     assert ask.returncode == 0, ask.stderr
     answer = __import__("json").loads(ask.stdout)
@@ -185,7 +187,7 @@ def test_edge_keeps_its_audio_and_the_cloud_plays_it_where_the_policy_allows(
     token = token_maker(serve.db, "acme")
     headers = {"Authorization": f"Bearer {token}"}
     assert httpx.put(f"{serve.url}/v1/audio/policy", json={"keep": True}, headers=headers).status_code == 200
-    result = _edge(cli_command, "run", "--input", str(meeting_audio.path), "--meeting", "kept", "--cloud",
+    result = _edge(cli_command, "run", "kept", "--input", str(meeting_audio.path), "--cloud",
                    serve.url, "--token", token, "--outbox", str(tmp_path / "outbox.db"), "--audio-chunk-seconds",
                    "10", "--json", "-q", *COMMON)
     assert result.returncode == 0, result.stderr
@@ -202,7 +204,7 @@ def test_edge_keeps_its_audio_and_the_cloud_plays_it_where_the_policy_allows(
 def test_bad_audio_is_a_one_line_error(cli_command: list[str], tmp_path: Path, content: bytes) -> None:
     bad = tmp_path / "bad.wav"
     bad.write_bytes(content)
-    result = _edge(cli_command, "run", "--input", str(bad), "--meeting", "m", "--cloud", "http://127.0.0.1:9",
+    result = _edge(cli_command, "run", "m", "--input", str(bad), "--cloud", "http://127.0.0.1:9",
                    "--token", "t", "--outbox", str(tmp_path / "outbox.db"), *COMMON)
     assert result.returncode == 1
     assert result.stderr.startswith("meetmem: error: ") and "bad.wav" in result.stderr
@@ -210,7 +212,7 @@ def test_bad_audio_is_a_one_line_error(cli_command: list[str], tmp_path: Path, c
 
 
 def test_missing_cloud_settings_are_named(cli_command: list[str], meeting_audio: Any) -> None:
-    result = _edge(cli_command, "run", "--input", str(meeting_audio.path), "--meeting", "m")
+    result = _edge(cli_command, "run", "m", "--input", str(meeting_audio.path))
     assert result.returncode == 1 and "--cloud" in result.stderr and "--token" in result.stderr
 
 
@@ -222,8 +224,8 @@ def test_the_microphone_without_sounddevice_is_a_clear_error(cli_command: list[s
         pass
     else:
         pytest.skip("sounddevice is installed here; this checks the message when it is not")
-    for args in (["run", "--input", "mic", "--outbox", str(tmp_path / "o.db")], ["ask", "--audio", "mic"]):
-        result = subprocess.run([*cli_command, "edge", *args, "--meeting", "m", "--cloud", "http://127.0.0.1:9",
+    for args in (["run", "m", "--input", "mic", "--outbox", str(tmp_path / "o.db")], ["ask", "m", "--audio", "mic"]):
+        result = subprocess.run([*cli_command, "edge", *args, "--cloud", "http://127.0.0.1:9",
                                  "--token", "t", *COMMON], capture_output=True, text=True, env=_env(), timeout=120,
                                 stdin=subprocess.DEVNULL)
         assert result.returncode == 1, result.stderr
@@ -277,8 +279,8 @@ def test_partial_captions_reach_the_live_stream_and_only_finals_are_stored(
     follower = threading.Thread(target=follow, daemon=True)
     follower.start()
     assert events.get(timeout=60) == ("comment", None)  # following before the edge starts
-    run = subprocess.run([*blocked_cli, "edge", "run", "--input", str(spoken.path), "--realtime",
-                          "--partials", "tiny.en", "--meeting", "live", "--cloud", server.url, "--token", token,
+    run = subprocess.run([*blocked_cli, "edge", "run", "live", "--input", str(spoken.path), "--realtime",
+                          "--partials", "tiny.en", "--cloud", server.url, "--token", token,
                           "--outbox", str(tmp_path / "outbox.db"), "-q", "--json", "--model", "tiny.en",
                           "--threads", "2"],
                          capture_output=True, text=True, env=_env(), timeout=300)

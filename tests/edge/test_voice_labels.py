@@ -120,8 +120,8 @@ def test_the_enrolled_wearer_is_told_apart(encoder: voice_encoder.VoiceEncoder, 
     wearer_voice = "en+f2"
     enrollment = join_speech([make_speech(line, voice=wearer_voice) for line in LINES[:2]], name="enroll")
     out = tmp_path / "voice.json"
-    proc = subprocess.run([*blocked_cli, "edge", "enroll", "--audio", str(enrollment.path), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([*blocked_cli, "edge", "enroll", "--audio", str(enrollment.path), "--out", str(out),
+                           "--json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["enrollment"] == str(out) and report["speech_seconds"] > 5
@@ -178,7 +178,7 @@ def test_edge_run_labels_segments_for_the_cloud_and_the_map_names_them(
     meeting = join_speech([make_speech(LINES[i % 3], voice=v) for i, v in enumerate(voices)], gap=1.2,
                           name="enrolled_meeting")
     token = server.token("acme")
-    run = subprocess.run([*blocked_cli, "edge", "run", "--input", str(meeting.path), "--meeting", "labelled",
+    run = subprocess.run([*blocked_cli, "edge", "run", "labelled", "--input", str(meeting.path),
                           "--cloud", server.url, "--token", token, "--outbox", str(tmp_path / "o.db"), "--json",
                           "-q", "--model", "tiny.en", "--language", "en", "--speaker-threshold", "0.88",
                           "--enrollment", str(voice), "--no-keep-audio"],
@@ -194,7 +194,7 @@ def test_edge_run_labels_segments_for_the_cloud_and_the_map_names_them(
     assert r.status_code == 200, r.text
     assert {s["label"]: s["name"] for s in r.json()["speakers"]} == {"S1": "Tom", "wearer": "Ana"}
     # A missing enrollment file named on the command line is an error that says what to run.
-    bad = subprocess.run([*blocked_cli, "edge", "run", "--input", str(meeting.path), "--meeting", "x", "--cloud",
+    bad = subprocess.run([*blocked_cli, "edge", "run", "x", "--input", str(meeting.path), "--cloud",
                           server.url, "--token", token, "--outbox", str(tmp_path / "o2.db"), "--model", "tiny.en",
                           "--enrollment", str(tmp_path / "none.json")],
                          capture_output=True, text=True, env=env, timeout=300)

@@ -312,8 +312,8 @@ def test_edge_run_takes_a_phone_stream_to_the_cloud(serve_factory: Any, meetmem_
     serve.start()
     token = meetmem_cli("token", "create", "--tenant", "acme", db=serve.db).stdout.strip()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEETMEM_WS_TOKEN": "phone-secret"}
-    proc = subprocess.Popen([*blocked_cli, "edge", "run", "--input", "ws://127.0.0.1:0",
-                             "--meeting", "phone", "--cloud", serve.url, "--token", token, "--outbox",
+    proc = subprocess.Popen([*blocked_cli, "edge", "run", "phone", "--input", "ws://127.0.0.1:0",
+                             "--cloud", serve.url, "--token", token, "--outbox",
                              str(tmp_path / "outbox.db"), "--model", "tiny.en", "--language", "en", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue[str] = queue.Queue()

@@ -56,7 +56,7 @@ def test_bench_scores_rules_alone_and_with_the_model_in_one_run(tmp_path, run_cl
 
     with ScriptedChatServer(answer) as server:
         result = run_cli("bench", "ledger", "--data", str(data), "--llm-url", server.url, "--llm-model", "m",
-                         "--meetings", "XX0001a,XX0002a", "--window", "4", "--json")
+                         "--meetings", "XX0001a,XX0002a", "--window", "4", "--json", db=None)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["benchmark"] == "ami_ledger_model"
@@ -78,7 +78,7 @@ def test_a_failing_endpoint_ends_the_bench_with_the_reason(tmp_path, run_cli):
     data = _data(tmp_path)
     with ScriptedChatServer([ErrorReply(500, "overloaded")]) as server:
         result = run_cli("bench", "ledger", "--data", str(data), "--llm-url", server.url, "--llm-model", "m",
-                         "--meetings", "XX0001a", "--window", "4")
+                         "--meetings", "XX0001a", "--window", "4", db=None)
     assert result.returncode == 2
     assert "the model pass failed on XX0001a" in result.stderr and "500" in result.stderr
     assert result.stdout == ""
@@ -86,6 +86,6 @@ def test_a_failing_endpoint_ends_the_bench_with_the_reason(tmp_path, run_cli):
 
 def test_an_unknown_meeting_is_named(tmp_path, run_cli):
     result = run_cli("bench", "ledger", "--data", str(_data(tmp_path)), "--llm-url", "http://127.0.0.1:9/v1",
-                     "--llm-model", "m", "--meetings", "XX0009z")
+                     "--llm-model", "m", "--meetings", "XX0009z", db=None)
     assert result.returncode == 2
     assert "no meeting XX0009z" in result.stderr

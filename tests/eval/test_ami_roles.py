@@ -123,7 +123,9 @@ def test_the_benchmark_scores_the_mentions(tmp_path: Path) -> None:
 
 def test_the_command_prints_one_json_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = write_series(tmp_path / "ami")
-    assert main(["bench", "roles", "--data", str(folder), "--json", "--db", str(tmp_path / "x.db")]) == 0
+    assert main(["bench", "roles", "--data", str(folder), "--json"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and json.loads(out)["benchmark"] == "ami_roles"
-    assert main(["bench", "roles", "--data", str(tmp_path / "missing"), "--db", str(tmp_path / "x.db")]) == 2
+    assert main(["bench", "roles", "--data", str(folder)]) == 0  # without --json: the figures for a person
+    assert "benchmark: ami_roles" in capsys.readouterr().out.splitlines()
+    assert main(["bench", "roles", "--data", str(tmp_path / "missing")]) == 2

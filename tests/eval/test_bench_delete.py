@@ -6,7 +6,7 @@ from typing import Any
 
 
 def test_bench_delete_small(meetmem_cli: Any) -> None:
-    result = meetmem_cli("bench", "delete", "--segments", "120", "--meetings", "2", "-q", db=None)
+    result = meetmem_cli("bench", "delete", "--segments", "120", "--meetings", "2", "-q", "--json", db=None)
     assert result.returncode == 0, result.stderr
     figures = result.json()
     assert figures["deleted"]["segments"] == 120 and figures["rows_left"] == 0

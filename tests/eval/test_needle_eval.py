@@ -160,16 +160,16 @@ def test_meetmem_beats_the_window_and_the_rolling_summary_bm25(bm25_result: dict
 def test_eval_run_prints_json_and_a_table(meeting: NeedleMeeting, tmp_path: Path, run_cli: Any) -> None:
     folder = tmp_path / "needles"
     meeting.write(folder)
-    result = run_cli("eval", "run", "--meeting", str(folder), "--json", db=None)
+    result = run_cli("eval", "run", "--folder", str(folder), "--json", db=None)
     assert result.returncode == 0, result.stderr
     report = result.json()
     assert report["evaluation"] == "needles" and report["config"]["k"] == 5
     assert report["by_method"][0]["method"] == "meetmem"
     assert "questions:" in result.stderr  # progress on stderr, stdout is the JSON alone
-    shown = run_cli("eval", "run", "--meeting", str(folder), "--k", "3", "-q", db=None)
+    shown = run_cli("eval", "run", "--folder", str(folder), "--k", "3", "-q", db=None)
     assert shown.returncode == 0, shown.stderr
     assert "recall@3" in shown.stdout and "sliding_window" in shown.stdout and shown.stderr == ""
-    missing = run_cli("eval", "run", "--meeting", str(tmp_path / "nowhere"), db=None)
+    missing = run_cli("eval", "run", "--folder", str(tmp_path / "nowhere"), db=None)
     assert missing.returncode == 2 and "needle meeting" in missing.stderr
 
 
@@ -178,7 +178,7 @@ def test_eval_run_refuses_an_existing_database(meeting: NeedleMeeting, tmp_path:
     meeting.write(folder)
     existing = tmp_path / "old.db"
     existing.write_bytes(b"")
-    result = run_cli("eval", "run", "--meeting", str(folder), db=existing)
+    result = run_cli("eval", "run", "--folder", str(folder), db=existing)
     assert result.returncode == 2 and "exists" in result.stderr
 
 

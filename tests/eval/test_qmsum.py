@@ -56,7 +56,7 @@ def test_dense_rows_share_one_embedding_of_the_turns(qmsum_folder: Path, embedde
 
 
 def test_bench_qmsum_keeps_its_json(qmsum_folder: Path, run_cli: Any) -> None:
-    result = run_cli("bench", "qmsum", "--data", str(qmsum_folder), "--compact", db=None)
+    result = run_cli("bench", "qmsum", "--data", str(qmsum_folder), "--json", db=None)
     assert result.returncode == 0, result.stderr
     report = result.json()
     assert list(report) == BENCH_KEYS

@@ -106,7 +106,7 @@ def test_exec_start_is_accepted_by_the_real_cli(unit: dict[str, dict[str, list[s
     defaults = dict(line.split("=", 1) for line in unit["Service"]["Environment"])
     argv = [re.sub(r"\$\{(\w+)\}", lambda m: defaults[m.group(1)], arg) for arg in exec_start(unit)[1:]]
     args = build_parser().parse_args(argv)
-    assert (args.input, args.meeting, args.quiet) == ("mic", "%H-%b", True)
+    assert (args.input, args.meeting_id, args.quiet) == ("mic", "%H-%b", True)
     assert (args.model, args.threads) == ("base", 2)  # install.sh writes the board's choice into edge.env
     assert args.cloud is None and args.token is None  # never on the command line: from the environment file
 
