@@ -17,6 +17,9 @@ fi
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF}"
 source "$(dirname "$0")/venv.sh" cloud,edge,frame,dev,llm-server,postgres
 .venv/bin/ruff check .
-# One worker per core (pytest-xdist), each test file on one worker (its module fixtures built once), each
-# worker with its own bundled PostgreSQL and temporary folders. MEETMEM_TEST_WORKERS=0 runs in one process.
-exec .venv/bin/python -m pytest -q -n "${MEETMEM_TEST_WORKERS:-auto}" --dist loadfile "$@"
+# One worker per core and one more (pytest-xdist): many tests wait on a process they started (a server, the
+# CLI, an edge, a browser), and the extra worker runs meanwhile. Each test file runs on one worker (its module
+# fixtures built once), each worker with its own bundled PostgreSQL and temporary folders; the longest files
+# start first (tests/durations.json). MEETMEM_TEST_WORKERS=0 runs in one process; -m "not slow" is the fast tier.
+WORKERS="${MEETMEM_TEST_WORKERS:-$(( $(nproc) + 1 ))}"
+exec .venv/bin/python -m pytest -q -n "$WORKERS" --dist loadfile "$@"
