@@ -171,6 +171,7 @@ def create_app(settings: Settings | None = None, *, embedders: EmbedderRoutes | 
     for module in (health, meetings, ask, digests, events, across, export, audio, speakers, web, webhooks):
         app.include_router(module.router)
     app.include_router(meetings.tombstones_router)
+    app.include_router(webhooks.deliveries_router)
     return app
 
 

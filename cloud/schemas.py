@@ -78,7 +78,7 @@ class IngestRequest(_Strict):
     )
     participants: list[NonBlank] | None = Field(default=None, max_length=200, description="who took part, by name")
     ics: NonBlank | None = Field(
-        default=None, max_length=1_000_000,
+        default=None, max_length=20_000,
         description="the meeting's calendar invite (an iCalendar file's text): its first event gives the title, "
         "the start with its timezone and the attendees, where the fields above do not say otherwise")
 

@@ -5,26 +5,26 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from meetmem.store.webhooks import EVENTS, WebhookStore
 
+from ..schemas import NonBlank, Text, _Strict
 from .deps import Tenant, errors
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
+deliveries_router = APIRouter(prefix="/v1/webhook-deliveries", tags=["webhooks"])
 
 WebhookId = Annotated[str, Path(max_length=64, pattern=r"^wh_[0-9a-f]{16}$", description="the endpoint's id")]
 
 
-class WebhookIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    url: str = Field(max_length=2000, description="where to POST each event: an http(s) URL")
-    events: list[str] = Field(min_length=1, max_length=len(EVENTS), description=f"any of {', '.join(EVENTS)}")
-    secret: str | None = Field(default=None, max_length=200,
-                               description="the signing secret, `whsec_` + base64 of 24 to 64 bytes; made when "
-                               "left out")
-    description: str | None = Field(default=None, max_length=200)
+class WebhookIn(_Strict):
+    url: NonBlank = Field(max_length=2000, description="where to POST each event: an http(s) URL")
+    events: list[NonBlank] = Field(min_length=1, max_length=len(EVENTS), description=f"any of {', '.join(EVENTS)}")
+    secret: NonBlank | None = Field(default=None, max_length=200,
+                                    description="the signing secret, `whsec_` + base64 of 24 to 64 bytes; made "
+                                    "when left out")
+    description: Text | None = Field(default=None, max_length=200)
 
 
 class WebhookOut(BaseModel):
@@ -59,7 +59,7 @@ def list_webhooks(request: Request, tenant: Tenant) -> list[dict[str, Any]]:
     return [e.public() for e in _store(request).list(tenant)]
 
 
-@router.post("", response_model=WebhookOut, status_code=201, responses=errors(401, 422, 503),
+@router.post("", response_model=WebhookOut, status_code=201, responses=errors(400, 401, 422, 503),
              summary="Register an endpoint; the answer holds its signing secret, shown only here")
 def add_webhook(body: WebhookIn, request: Request, tenant: Tenant) -> dict[str, Any]:
     endpoint = _store(request).add(tenant, body.url, body.events, secret=body.secret, description=body.description)
@@ -72,8 +72,9 @@ def remove_webhook(webhook_id: WebhookId, request: Request, tenant: Tenant) -> d
     return _store(request).remove(tenant, webhook_id).public()
 
 
-@router.get("/deliveries", response_model=list[DeliveryOut], responses=errors(401, 422, 503),
-            summary="The tenant's latest deliveries, newest first")
+# Beside /v1/webhooks rather than under it: /v1/webhooks/{id} is an endpoint's own path.
+@deliveries_router.get("", response_model=list[DeliveryOut], responses=errors(401, 422, 503),
+                       summary="The tenant's latest webhook deliveries, newest first")
 def list_deliveries(request: Request, tenant: Tenant,
                     webhook_id: Annotated[str | None, Query(max_length=64)] = None,
                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:

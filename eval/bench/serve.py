@@ -285,6 +285,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                 key_home = run_db
                 token = create_token(run_db, tenant)
                 db_before = db_bytes(run_db)
+            endpoint = _Endpoint(args.webhook) if args.webhook != "none" else None
+            if endpoint is not None:
+                endpoint.register(url or run_db, tenant)
             ports = [free_port() if args.port in ("auto", "0") else int(args.port) + i
                      for i in range(args.api_processes)]
             servers = [Server(key_home, port, ctx.settings.embedder, Path(tmp) / f"server-{i + 1}.log",
@@ -297,6 +300,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                             base_urls=[s.url for s in servers])
             measured = measure(ctx, servers, plan, args.ready_timeout, compare=args.compare_ingest, workers=workers,
                                deployment=deployment, database_url=url)
+            if endpoint is not None:
+                measured["webhook"] = endpoint.stop()
             if deployment is not None and url is not None:
                 name = url.rsplit("/", 1)[1]
                 db_after = deployment.database_bytes(name)
@@ -341,6 +346,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         **load_report(args, measured["tally"], load_s),
         **({"compare_ingest": compared(measured["without_ingest"], measured["tally"])}
            if measured["without_ingest"] is not None else {}),
+        **({"webhook": measured["webhook"]} if "webhook" in measured else {}),
         "db_bytes": {"before": db_before, "after": db_after},
         "wall_s": round(time.perf_counter() - wall0, 1),
     }
@@ -405,5 +411,63 @@ def add_parser(bench_sub: argparse._SubParsersAction) -> None:
                         "as a load balancer would (postgres only; default 1)")
     p.add_argument("--workers", type=int, default=None,
                    help="`meetmem worker` processes running the queue's jobs (postgres only; default 1 there)")
+    p.add_argument("--webhook", choices=("none", "ok", "hang"), default="none",
+                   help="register a webhook endpoint for meeting.closed and ledger.updated in the bench process: "
+                        "ok answers 204 at once, hang answers after 60 s (longer than the service waits); the "
+                        "report gains webhook (what it received); default none")
     p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     p.set_defaults(func=guarded(run, (ServeBenchError,)))
+
+
+class _Endpoint:
+    """A webhook receiver in the bench process: counts the deliveries; `hang` holds each for 60 s first."""
+
+    def __init__(self, mode: str) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        endpoint = self
+        self.mode = mode
+        self.received = 0
+        self.events: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+                import json
+
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                if endpoint.mode == "hang":
+                    time.sleep(60)
+                with endpoint._lock:
+                    endpoint.received += 1
+                    kind = json.loads(body).get("type", "?")
+                    endpoint.events[kind] = endpoint.events.get(kind, 0) + 1
+                try:
+                    self.send_response(204)
+                    self.end_headers()
+                except OSError:  # the service gave up waiting
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/webhook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def register(self, store: str | Path, tenant: str) -> None:
+        from meetmem.store.backends import open_log
+        from meetmem.store.webhooks import WebhookStore
+
+        log = open_log(store, upgrade=False)
+        try:
+            WebhookStore(log).add(tenant, self.url, ["meeting.closed", "ledger.updated"])
+        finally:
+            log.close()
+
+    def stop(self) -> dict[str, Any]:
+        self.server.shutdown()
+        self.server.server_close()
+        return {"mode": self.mode, "url": self.url, "received": self.received, "by_event": self.events}

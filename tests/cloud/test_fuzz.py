@@ -85,6 +85,7 @@ JSON_BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/v1/meetings/{meeting_id}/audio/policy"): {"keep": True},
     ("PUT", "/v1/audio/policy"): {"keep": True},
     ("PUT", "/v1/meetings/{meeting_id}/speakers"): {"speakers": {"S1": "Maria"}},
+    ("POST", "/v1/webhooks"): {"url": "http://127.0.0.1:9/hook", "events": ["meeting.closed"], "description": "fuzz"},
 }
 #: Strings a database or an encoder may choke on: a lone surrogate (as JSON's escape), NUL, other controls,
 #: a BOM and bidirectional overrides, the last code point, a non-character.

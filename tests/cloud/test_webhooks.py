@@ -142,7 +142,7 @@ def test_a_closed_meeting_is_delivered_once_signed_and_verifiable(serve: ServePr
         todos = data["ledger"]["todos"]
         assert any("Priya" in (t["owner"] or "") and "drawings" in t["task"] for t in todos), todos
         assert data["summary"] and all(line["segment_ids"] for line in data["summary"])
-        deliveries = http.get("/v1/webhooks/deliveries").json()
+        deliveries = http.get("/v1/webhook-deliveries").json()
         mine = [d for d in deliveries if d["id"] == headers["webhook-id"]]
         assert mine and mine[0]["status"] == "delivered" and mine[0]["attempts"] == 1
         assert receiver.events("ledger.updated")  # the ledger's first version too
@@ -157,7 +157,7 @@ def test_a_receiver_down_gets_the_delivery_after_it_returns_even_across_a_restar
     with client(serve, token_maker) as http:
         assert http.post("/v1/webhooks", json={"url": down.url, "events": ["meeting.closed"]}).status_code == 201
         close_a_meeting(http)
-        failed = wait_for(lambda: [d for d in http.get("/v1/webhooks/deliveries").json() if d["attempts"] >= 1],
+        failed = wait_for(lambda: [d for d in http.get("/v1/webhook-deliveries").json() if d["attempts"] >= 1],
                           what="a first, failed attempt")
         assert failed[0]["status"] == "pending" and failed[0]["last_status"] is None and failed[0]["last_error"]
         message_id = failed[0]["id"]
@@ -169,7 +169,7 @@ def test_a_receiver_down_gets_the_delivery_after_it_returns_even_across_a_restar
         wait_for(lambda: down.events("meeting.closed"), timeout=40, what="the delivery after the restart")
         assert [h["webhook-id"] for h, _ in down.events("meeting.closed")] == [message_id]  # the same id, once
         with client(again, token_maker) as http:
-            done = [d for d in http.get("/v1/webhooks/deliveries").json() if d["id"] == message_id]
+            done = [d for d in http.get("/v1/webhook-deliveries").json() if d["id"] == message_id]
             assert done[0]["status"] == "delivered" and done[0]["attempts"] >= 2
     finally:
         down.stop()
@@ -183,8 +183,8 @@ def test_a_hanging_receiver_does_not_hold_up_ingest(serve: ServeProcess, receive
         assert http.post("/v1/webhooks", json={"url": receiver.url, "events": ["meeting.closed"]}).status_code == 201
         for n in range(3):  # three deliveries waiting on an endpoint that does not answer
             close_a_meeting(http, f"hung-{n}")
-        wait_for(lambda: len(http.get("/v1/webhooks/deliveries").json()) == 3, what="three queued deliveries")
-        wait_for(lambda: [d for d in http.get("/v1/webhooks/deliveries").json() if d["attempts"] >= 1],
+        wait_for(lambda: len(http.get("/v1/webhook-deliveries").json()) == 3, what="three queued deliveries")
+        wait_for(lambda: [d for d in http.get("/v1/webhook-deliveries").json() if d["attempts"] >= 1],
                  what="attempts that timed out")
         took = []
         for i in range(20):
@@ -194,7 +194,7 @@ def test_a_hanging_receiver_does_not_hold_up_ingest(serve: ServeProcess, receive
             took.append(time.monotonic() - began)
             assert r.status_code == 200
         assert max(took) < 1.0, took  # each batch acknowledged as without webhooks
-        pending = http.get("/v1/webhooks/deliveries").json()
+        pending = http.get("/v1/webhook-deliveries").json()
         assert len(pending) == 3 and all(d["status"] == "pending" for d in pending)
         tried = [d for d in pending if d["attempts"]]
         assert tried and all(d["last_error"] == "no answer within 2 s" for d in tried), pending
@@ -211,7 +211,7 @@ def test_endpoints_and_deliveries_belong_to_their_tenant(serve: ServeProcess, re
             wait_for(lambda: receiver.events("meeting.closed"), what="acme's delivery")
             time.sleep(2.0)
             assert other.received == []  # globex heard nothing of acme's meeting
-            assert globex.get("/v1/webhooks/deliveries").json() == []
+            assert globex.get("/v1/webhook-deliveries").json() == []
             assert [w["url"] for w in globex.get("/v1/webhooks").json()] == [other.url]
             acme_hook = acme.get("/v1/webhooks").json()[0]["id"]
             assert globex.delete(f"/v1/webhooks/{acme_hook}").status_code == 404
