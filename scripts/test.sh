@@ -4,11 +4,13 @@
 # launches by path: no browser download), then run the whole test suite.
 # llm-server builds llama.cpp from source (about 6 minutes on 2 cores, only when it is not installed yet).
 set -euo pipefail
-if ! command -v espeak-ng >/dev/null 2>&1 || ! command -v sox >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+if ! command -v espeak-ng >/dev/null 2>&1 || ! command -v sox >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 \
+        || ! command -v calcurse >/dev/null 2>&1; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq espeak-ng sox >/dev/null
+    # calcurse: a calendar program that imports the todos `export --format ics` writes (tests/store/test_calendar.py).
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq espeak-ng sox calcurse >/dev/null
     # The browser tests skip, saying why, where chromium cannot be installed.
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null \
         || echo "scripts/test.sh: chromium could not be installed; the browser tests will be skipped" >&2

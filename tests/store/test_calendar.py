@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
+import subprocess
 from pathlib import Path
 
 import icalendar
@@ -95,3 +97,33 @@ def test_export_renders_both_formats() -> None:
     header = header_for("casing", [])
     assert render("ics", header, [], _digest()).startswith("BEGIN:VCALENDAR")
     assert render("csv", header, [], None).splitlines() == [",".join(CSV_COLUMNS)]  # no digest: no todos
+
+
+CALCURSE_EXPORT = Path(__file__).parent / "data" / "calcurse-export.ics"
+
+
+def test_a_real_calendars_export_is_read() -> None:
+    """calcurse's own export (tests/store/data/README.md says how it was made): its first event is a whole
+    day, its meeting a floating time; both are read, and what cannot be used is said."""
+    calendar = icalendar.Calendar.from_ical(CALCURSE_EXPORT.read_bytes())
+    assert [str(e["SUMMARY"]) for e in calendar.walk("VEVENT")] == ["Ship the pilot run",
+                                                                   "Casing review: tooling and pilot run"]
+    invite = read_invite(CALCURSE_EXPORT.read_bytes(), name=CALCURSE_EXPORT.name)
+    assert invite.title == "Ship the pilot run" and invite.started_at is None
+    assert "whole day" in invite.problems[0]
+
+
+@pytest.mark.skipif(shutil.which("calcurse") is None, reason="calcurse (Debian package) is not installed")
+def test_exported_todos_import_into_a_real_calendar(tmp_path: Path) -> None:
+    """The open todos, exported, imported by calcurse (a calendar program): each task is there by name."""
+    header = header_for("casing", [], title="Casing review")
+    exported = tmp_path / "todos.ics"
+    exported.write_text(todos_ics(header, _digest(), base_url="https://meetmem.example"), encoding="utf-8")
+    data = tmp_path / "calcurse"
+    data.mkdir()
+    imported = subprocess.run(["calcurse", "-D", str(data), "-q", "-i", str(exported)], capture_output=True,
+                              text=True, timeout=60)
+    assert imported.returncode == 0, imported.stderr
+    listed = subprocess.run(["calcurse", "-D", str(data), "-t"], capture_output=True, text=True, timeout=60)
+    assert "send the revised drawings to the factory" in listed.stdout
+    assert "book the lab" in listed.stdout and "order the samples" not in listed.stdout  # superseded: not open
