@@ -48,7 +48,7 @@ def meeting_link(base_url: str, meeting_id: str) -> str:
 def event_payload(log: Log, tenant: str, digest: MeetingDigest, *, base_url: str) -> dict[str, Any]:
     """What a delivery says of a meeting: its metadata, its L2 summary, its current ledger, a link to its page."""
     meta = log.meta(digest.meeting_id, tenant=tenant)
-    duration = max((s.end for s in log.segments(digest.meeting_id, tenant=tenant)), default=0.0)
+    _, duration = log.meeting_stats(digest.meeting_id, tenant=tenant)  # one aggregate, not the rows
     summary = digest.summary_public()
     return {
         "meeting": {"meeting_id": digest.meeting_id, "title": meta.title or digest.meeting_id,

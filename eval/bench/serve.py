@@ -437,12 +437,12 @@ class _Endpoint:
                 import json
 
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                if endpoint.mode == "hang":
-                    time.sleep(60)
-                with endpoint._lock:
+                with endpoint._lock:  # counted as it arrives: a hanging endpoint answers after the run
                     endpoint.received += 1
                     kind = json.loads(body).get("type", "?")
                     endpoint.events[kind] = endpoint.events.get(kind, 0) + 1
+                if endpoint.mode == "hang":
+                    time.sleep(60)
                 try:
                     self.send_response(204)
                     self.end_headers()

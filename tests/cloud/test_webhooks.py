@@ -234,3 +234,24 @@ def test_bad_endpoints_get_a_clear_422(serve: ServeProcess, token_maker: Callabl
         r = http.post("/v1/webhooks", json=body)
         assert r.status_code == 422 and says in r.text, r.text
         assert http.get("/v1/webhooks").json() == []
+
+
+def test_an_invite_over_http_describes_the_meeting_and_a_bad_one_is_a_422(serve: ServeProcess,
+                                                                        token_maker: Callable[..., str]) -> None:
+    from pathlib import Path
+
+    invite = (Path(__file__).parent.parent / "store" / "data" / "google-invite.ics").read_text(encoding="utf-8")
+    with client(serve, token_maker) as http:
+        bad = http.post("/v1/meetings/review/segments", json={"device_id": "g", "segments": SEGMENTS[:1],
+                                                              "ics": "BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n"})
+        assert bad.status_code == 422 and "holds no event" in bad.text, bad.text
+        assert http.get("/v1/meetings/review").status_code == 404  # nothing stored
+        good = http.post("/v1/meetings/review/segments", json={"device_id": "g", "segments": SEGMENTS,
+                                                               "ics": invite, "participants": ["Ana", "Bo"]})
+        assert good.status_code == 200, good.text
+        meeting = http.get("/v1/meetings/review").json()
+        assert meeting["title"] == "Casing review: tooling and pilot run"
+        assert meeting["started_at"] == "2027-03-01T10:00:00+01:00" and meeting["participants"] == ["Ana", "Bo"]
+        todos = http.get("/v1/meetings/review/export", params={"format": "ics"})
+        assert todos.status_code == 200 and todos.headers["content-type"].startswith("text/calendar")
+        assert "https://meetmem.example/#/m/review?t=9.5" in todos.text.replace("\r\n ", "")

@@ -9,6 +9,8 @@ installs it with apt-get), the tests skip and say so. Screenshots go to `test-ar
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import shutil
@@ -16,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import icalendar
 import pytest
 import srt
 import webvtt
@@ -174,7 +177,7 @@ def test_ask_by_typing_shows_citations_and_the_manifest(page: Any, app: App) -> 
 def test_every_export_downloads_and_parses(page: Any, app: App, tmp_path: Path) -> None:
     open_demo(page, app)
     files: dict[str, str] = {}
-    for fmt in ("md", "srt", "vtt", "json"):
+    for fmt in ("md", "srt", "vtt", "json", "ics", "csv"):
         with page.expect_download() as info:
             page.click(f"[data-export='{fmt}']")
         download = info.value
@@ -194,6 +197,13 @@ def test_every_export_downloads_and_parses(page: Any, app: App, tmp_path: Path) 
     decisions = doc["ledger"]["decisions"]
     listed = re.findall(r"^- \[\d\d:\d\d\] ", md.split("## Decisions")[1].split("## To do")[0], re.M)
     assert len(decisions) >= 3 and len(listed) == len(decisions)
+    # The open todos as calendar tasks and tracker rows: each todo of the ledger that still stands, once.
+    standing = [t for t in doc["ledger"]["todos"] if t["status"] == "current"]
+    tasks = icalendar.Calendar.from_ical(files["ics"]).walk("VTODO")
+    rows = list(csv.DictReader(io.StringIO(files["csv"])))
+    assert standing and len(tasks) == len(rows) == len(standing)
+    assert "send the revised quote to the supplier" in {str(t["SUMMARY"]) for t in tasks}
+    assert all(r["link"].startswith(app.url) and f"#/m/{DEMO_MEETING}?t=" in r["link"] for r in rows)
 
 
 def test_hold_to_speak_asks_aloud(playwright: Any, app: App, tmp_path: Path) -> None:
