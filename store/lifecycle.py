@@ -115,6 +115,8 @@ class MeetingLifecycle:
                                            reason=reason, segments=int(count), head_pos=head_pos,
                                            head_hash=head_hash)
                 shas = self.database.remove_meeting(conn, tombstone, key)
+                # Its webhook deliveries hold its summary and ledger: they go with it (store/webhooks.py).
+                conn.execute("DELETE FROM webhook_deliveries WHERE tenant = ? AND meeting_id = ?", args)
         except MeetingNotFound:
             raise
         except StoreError as exc:

@@ -281,7 +281,3 @@ class WebhookStore:
         self._write(tenant, "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, "
                     "claimed_until = NULL WHERE tenant = ? AND delivery_id = ? AND status != 'delivered'",
                     [_iso(_now()), tenant, delivery_id])
-
-    def forget_meeting(self, tenant: str, meeting_id: str) -> None:
-        """Drop a deleted meeting's deliveries (their payloads hold its summary and ledger)."""
-        self._write(tenant, "DELETE FROM webhook_deliveries WHERE tenant = ? AND meeting_id = ?", [tenant, meeting_id])

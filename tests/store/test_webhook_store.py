@@ -95,3 +95,16 @@ def test_bad_input_is_refused_and_nothing_stored(log: Any, url: str, events: str
     with pytest.raises(WebhookError, match=says):
         store.add("acme", url, events, secret=secret)
     assert store.list("acme") == []
+
+
+def test_a_deleted_meetings_deliveries_go_with_it(log: Any, tmp_path) -> None:
+    from meetmem.store.receipts import ReceiptKey
+    from meetmem.store.records import SegmentInput
+
+    store = WebhookStore(log)
+    store.add("acme", "https://hooks.example.com/a", ["meeting.closed"])
+    for meeting in ("gone", "kept"):
+        log.append(meeting, "d", [SegmentInput(seq=0, start=0.0, end=1.0, text="the quote was 4,250")], tenant="acme")
+        store.enqueue("acme", "meeting.closed", meeting, {"summary": "the quote was 4,250"}, key="closed@0")
+    log.delete_meeting("gone", tenant="acme", reason="test", key=ReceiptKey.load(tmp_path / "key", create=True))
+    assert [d.meeting_id for d in store.deliveries("acme")] == ["kept"]
