@@ -12,15 +12,22 @@ import datetime as dt
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from .errors import StoreError
 from .timecode import format_time
 
 if TYPE_CHECKING:
-    from .export import MeetingHeader
     from .records import LedgerItem, MeetingDigest
+
+
+class MeetingHeader(Protocol):
+    """What the todos say of their meeting (export.py's `MeetingHeader` has it)."""
+
+    meeting_id: str
+    title: str
+    started_at: str | None
 
 #: The largest invite read (a real one is a few kilobytes; a calendar of years is not an invite).
 MAX_INVITE_BYTES = 1_000_000
