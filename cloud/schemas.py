@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from meetmem.store.interchange import MAX_TEXT_CHARS, MAX_TIMESTAMP_S
+from meetmem.store.webhooks import EVENTS
 
 #: SQLite integers are signed 64-bit; a larger seq could not be stored.
 MAX_SEQ = 2**63 - 1
@@ -81,6 +82,15 @@ class IngestRequest(_Strict):
         default=None, max_length=20_000,
         description="the meeting's calendar invite (an iCalendar file's text): its first event gives the title, "
         "the start with its timezone and the attendees, where the fields above do not say otherwise")
+
+
+class WebhookIn(_Strict):
+    url: NonBlank = Field(max_length=2000, description="where to POST each event: an http(s) URL")
+    events: list[NonBlank] = Field(min_length=1, max_length=len(EVENTS), description=f"any of {', '.join(EVENTS)}")
+    secret: NonBlank | None = Field(default=None, max_length=200,
+                                    description="the signing secret, `whsec_` + base64 of 24 to 64 bytes; made "
+                                    "when left out")
+    description: Text | None = Field(default=None, max_length=200)
 
 
 class ReceiptOut(BaseModel):

@@ -7,24 +7,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, Field
 
-from meetmem.store.webhooks import EVENTS, WebhookStore
+from meetmem.store.webhooks import WebhookStore
 
-from ..schemas import NonBlank, Text, _Strict
+from ..schemas import WebhookIn
 from .deps import Tenant, errors
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 deliveries_router = APIRouter(prefix="/v1/webhook-deliveries", tags=["webhooks"])
 
 WebhookId = Annotated[str, Path(max_length=64, pattern=r"^wh_[0-9a-f]{16}$", description="the endpoint's id")]
-
-
-class WebhookIn(_Strict):
-    url: NonBlank = Field(max_length=2000, description="where to POST each event: an http(s) URL")
-    events: list[NonBlank] = Field(min_length=1, max_length=len(EVENTS), description=f"any of {', '.join(EVENTS)}")
-    secret: NonBlank | None = Field(default=None, max_length=200,
-                                    description="the signing secret, `whsec_` + base64 of 24 to 64 bytes; made "
-                                    "when left out")
-    description: Text | None = Field(default=None, max_length=200)
 
 
 class WebhookOut(BaseModel):

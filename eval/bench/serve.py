@@ -48,6 +48,7 @@ from .serve_pg import PgDeployment, index_search_rows
 from .serve_prepare import preloaded_meetings, prepare
 from .serve_process import ServeBenchError, Server, Worker, create_token, create_token_pg, free_port, machine_cpu_ticks
 from .serve_report import compared, load_report
+from .serve_webhook import WebhookEndpoint
 from .store_corpus import Corpus, generate_corpus
 
 log = logging.getLogger(__name__)
@@ -285,7 +286,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                 key_home = run_db
                 token = create_token(run_db, tenant)
                 db_before = db_bytes(run_db)
-            endpoint = _Endpoint(args.webhook) if args.webhook != "none" else None
+            endpoint = WebhookEndpoint(args.webhook) if args.webhook != "none" else None
             if endpoint is not None:
                 endpoint.register(url or run_db, tenant)
             ports = [free_port() if args.port in ("auto", "0") else int(args.port) + i
@@ -417,57 +418,3 @@ def add_parser(bench_sub: argparse._SubParsersAction) -> None:
                         "report gains webhook (what it received); default none")
     p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     p.set_defaults(func=guarded(run, (ServeBenchError,)))
-
-
-class _Endpoint:
-    """A webhook receiver in the bench process: counts the deliveries; `hang` holds each for 60 s first."""
-
-    def __init__(self, mode: str) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        endpoint = self
-        self.mode = mode
-        self.received = 0
-        self.events: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
-                import json
-
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                with endpoint._lock:  # counted as it arrives: a hanging endpoint answers after the run
-                    endpoint.received += 1
-                    kind = json.loads(body).get("type", "?")
-                    endpoint.events[kind] = endpoint.events.get(kind, 0) + 1
-                if endpoint.mode == "hang":
-                    time.sleep(60)
-                try:
-                    self.send_response(204)
-                    self.end_headers()
-                except OSError:  # the service gave up waiting
-                    pass
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/webhook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def register(self, store: str | Path, tenant: str) -> None:
-        from meetmem.store.backends import open_log
-        from meetmem.store.webhooks import WebhookStore
-
-        log = open_log(store, upgrade=False)
-        try:
-            WebhookStore(log).add(tenant, self.url, ["meeting.closed", "ledger.updated"])
-        finally:
-            log.close()
-
-    def stop(self) -> dict[str, Any]:
-        self.server.shutdown()
-        self.server.server_close()
-        return {"mode": self.mode, "url": self.url, "received": self.received, "by_event": self.events}
